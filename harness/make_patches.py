@@ -1,0 +1,101 @@
+"""Regenerates every pinned version's patch series from the single source in `patches/src/`.
+
+    python -m harness.make_patches            # rewrite patches/<version>/ for every pin
+    python -m harness.make_patches --check    # fail if a committed series differs from what the source gives
+"""
+
+import argparse
+import difflib
+import importlib.util
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from harness.pins import PATCHES, load_pins, series
+from harness.tree import fetch_archive
+
+SRC = PATCHES / "src"
+UPSTREAM_TEST = "tests/trainer/test_training_args_accelerator_state.py"
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "accelerate-state-fix",
+    "GIT_AUTHOR_EMAIL": "accelerate-state-fix@users.noreply.github.com",
+    "GIT_AUTHOR_DATE": "2026-11-21T00:00:00+00:00",
+}
+IDENTITY |= {key.replace("AUTHOR", "COMMITTER"): value for key, value in IDENTITY.items()}
+
+
+def load_edit():
+    spec = importlib.util.spec_from_file_location("training_args_edit", SRC / "training_args_edit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pristine(version: str, member: str) -> str:
+    with tarfile.open(fetch_archive(version)) as tar:
+        return tar.extractfile(f"transformers-{version}/{member}").read().decode()
+
+
+def generate(version: str, out: Path) -> list[Path]:
+    """Writes the series for `version` into `out` and returns its files."""
+    edit = load_edit()
+    env = os.environ | IDENTITY
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp)
+
+        def git(*args):
+            subprocess.run(["git", "-C", tmp, *args], check=True, capture_output=True, env=env)
+
+        target = repo / edit.TARGET
+        target.parent.mkdir(parents=True)
+        original = pristine(version, edit.TARGET)
+        target.write_text(original)
+        git("init", "--quiet")
+        git("add", ".")
+        git("commit", "--quiet", "-m", f"transformers {version}")
+        target.write_text(edit.edit(original, version))
+        git("commit", "--quiet", "-a", "-F", str(SRC / "0001.msg"))
+        test = repo / UPSTREAM_TEST
+        test.parent.mkdir(parents=True)
+        test.write_text((SRC / "test_training_args_accelerator_state.py").read_text())
+        git("add", ".")
+        git("commit", "--quiet", "-F", str(SRC / "0002.msg"))
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob("*.patch"):
+            old.unlink()
+        git("format-patch", "--quiet", "--zero-commit", "--no-signature", "-2", "-o", str(out))
+    return sorted(out.glob("*.patch"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.make_patches", description=__doc__.splitlines()[0])
+    parser.add_argument("versions", nargs="*", help="default: every pinned version")
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = parser.parse_args(argv)
+    drift = 0
+    for version in args.versions or list(load_pins()):
+        if not args.check:
+            generate(version, PATCHES / version)
+            print(f"patches/{version}: regenerated")
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = {p.name: p.read_text() for p in generate(version, Path(tmp))}
+        committed = {p.name: p.read_text() for p in series(version)}
+        for name in sorted(fresh.keys() | committed.keys()):
+            if fresh.get(name) != committed.get(name):
+                drift += 1
+                diff = difflib.unified_diff(
+                    committed.get(name, "").splitlines(True), fresh.get(name, "").splitlines(True),
+                    f"committed/{version}/{name}", f"regenerated/{version}/{name}",
+                )
+                sys.stdout.writelines(diff)
+        print(f"patches/{version}: {'differs from patches/src' if drift else 'up to date'}")
+    return 1 if drift else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Builds and installs a transformers source tree: pinned, verified, and with or without the patch series.
+
+    python -m harness.tree install 5.23.0             # patched, into the running interpreter
+    python -m harness.tree install 5.23.0 --unpatched
+    python -m harness.tree prepare 5.23.0 DEST        # only the tree
+
+`TRANSFORMERS_SRC=/path/to/transformers` uses a local git checkout instead of the archive; it must already carry
+the series (`git am patches/<version>/*.patch`) for a patched install.
+"""
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from harness.pins import load_pins, newest, series
+
+STAMP = Path(sys.prefix) / "transformers-tree.stamp"
+
+
+class TreeError(SystemExit):
+    def __init__(self, message: str):
+        super().__init__(f"harness.tree: {message}")
+
+
+def cache_dir() -> Path:
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "accelerate-state-harness"
+    path = Path(os.environ.get("HARNESS_CACHE_DIR", default))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch_archive(version: str) -> Path:
+    """Returns the verified source archive of `version`, downloading it once into the cache."""
+    pins = load_pins()
+    if version not in pins:
+        raise TreeError(f"transformers {version} is not pinned in patches/pins.toml (pinned: {', '.join(pins)})")
+    cached = cache_dir() / f"transformers-{version}.tar.gz"
+    if cached.exists() and sha256(cached) == pins[version]:
+        return cached
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
+        subprocess.run([*cmd, "--dest", tmp, f"transformers=={version}"], check=True)
+        (archive,) = Path(tmp).glob("transformers-*.tar.gz")
+        got = sha256(archive)
+        if got != pins[version]:
+            raise TreeError(
+                f"transformers {version}: archive sha256 {got} does not match the pin {pins[version]}; refusing it"
+            )
+        shutil.move(archive, cached)
+    return cached
+
+
+def git(tree: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(tree), *args], check=check, capture_output=True, text=True)
+
+
+def apply_series(tree: Path, version: str) -> None:
+    """Applies the series all or nothing: every patch is checked first, and `git apply` never uses fuzz."""
+    patches = series(version)
+    if not patches:
+        raise TreeError(f"transformers {version}: no patch series in patches/{version}/ (run harness.make_patches)")
+    for patch in patches:
+        result = git(tree, "apply", "--check", str(patch), check=False)
+        if result.returncode:
+            raise TreeError(
+                f"transformers {version}: patches/{version}/{patch.name} does not apply to "
+                f"{', '.join(touched_files(patch))}:\n{result.stderr.strip()}"
+            )
+    git(tree, "apply", *map(str, patches))
+
+
+def touched_files(patch: Path) -> list[str]:
+    return [line.split(" b/", 1)[1] for line in patch.read_text().splitlines() if line.startswith("diff --git ")]
+
+
+def prepare(version: str, dest: Path, patched: bool = True) -> Path:
+    """Extracts the pinned archive of `version` into `dest` (a fresh git repository) and applies the series."""
+    archive = fetch_archive(version)
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        top = f"transformers-{version}/"
+        members = [m for m in tar.getmembers() if m.name.startswith(top)]
+        for member in members:
+            member.name = member.name[len(top) :]
+        tar.extractall(dest, members=[m for m in members if m.name], filter="data")
+    # A repository of its own, so that `git apply` never resolves paths against an enclosing checkout.
+    git(dest, "init", "--quiet")
+    if patched:
+        apply_series(dest, version)
+    return dest
+
+
+def checkout_state(src: Path, version: str) -> str:
+    """Whether a local checkout carries the series: "patched", "unpatched", or raises when neither applies."""
+    patches = list(map(str, series(version)))
+    if not git(src, "apply", "--check", "--reverse", *patches, check=False).returncode:
+        return "patched"
+    if not git(src, "apply", "--check", *patches, check=False).returncode:
+        return "unpatched"
+    raise TreeError(f"{src}: the series of transformers {version} neither applies nor is applied; rebase it")
+
+
+def install(version: str, patched: bool) -> None:
+    src = os.environ.get("TRANSFORMERS_SRC")
+    if src:
+        state = checkout_state(Path(src), version)
+        if state != ("patched" if patched else "unpatched"):
+            action = "git am" if patched else "check out the base release of"
+            raise TreeError(f"{src} is {state}; {action} patches/{version}/*.patch first")
+        key = f"checkout {src} {git(Path(src), 'rev-parse', 'HEAD').stdout.strip()} {state}"
+    else:
+        digest = hashlib.sha256(b"".join(p.read_bytes() for p in series(version))).hexdigest()
+        key = f"{version} {load_pins()[version]} {'patched ' + digest if patched else 'unpatched'}"
+    if not src and STAMP.exists() and STAMP.read_text() == key:
+        print(f"harness.tree: transformers {version} ({'patched' if patched else 'unpatched'}) already installed")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(src) if src else prepare(version, Path(tmp) / "transformers", patched)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", str(tree)], check=True)
+    STAMP.write_text(key)
+    print(f"harness.tree: installed transformers {version} ({'patched' if patched else 'unpatched'}) from {tree}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m harness.tree", description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=["install", "prepare", "fetch"])
+    parser.add_argument("version", nargs="?", default=newest())
+    parser.add_argument("dest", nargs="?", type=Path, help="target directory for `prepare`")
+    parser.add_argument("--unpatched", action="store_true", help="leave the release as it is published")
+    args = parser.parse_args(argv)
+    if args.action == "fetch":
+        print(fetch_archive(args.version))
+    elif args.action == "prepare":
+        if args.dest is None:
+            parser.error("prepare needs DEST")
+        print(prepare(args.version, args.dest, patched=not args.unpatched))
+    else:
+        install(args.version, patched=not args.unpatched)
+
+
+if __name__ == "__main__":
+    main()
