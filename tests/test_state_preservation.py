@@ -20,8 +20,8 @@ STATE_MAKERS = {
     "Accelerator()": lambda: Accelerator().state,
     "Accelerator(cpu=True)": lambda: Accelerator(cpu=True).state,
     "PartialState()": PartialState,
-    # A bare `AcceleratorState()` refuses to build outside an `Accelerator`; this is how one is made directly.
-    "AcceleratorState(_from_accelerator=True)": lambda: AcceleratorState(_from_accelerator=True),
+    # `AcceleratorState()` only builds inside an `Accelerator`; afterwards it is the handle libraries take.
+    "AcceleratorState()": lambda: (Accelerator(mixed_precision="no"), AcceleratorState())[1],
 }
 ARGUMENTS = {
     "defaults": dict,

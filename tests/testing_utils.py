@@ -130,5 +130,6 @@ def record_scenario(**fields) -> None:
     path = os.environ.get("SCENARIO_LOG")
     if path:
         fields |= {"transformers": transformers.__version__, "patched": PATCHED}
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a") as f:
             f.write(json.dumps(fields) + "\n")
