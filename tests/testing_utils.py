@@ -10,6 +10,7 @@ import unittest
 from pathlib import Path
 
 import pytest
+import torch
 import transformers
 from accelerate.state import AcceleratorState, GradientState, PartialState
 from transformers import TrainingArguments
@@ -99,7 +100,10 @@ def accelerate_launch(script, *args, num_processes=2, port_offset=0, timeout=600
     else:
         cmd += ["--num_processes", "1"]
     cmd += [str(script), *map(str, args)]
-    return subprocess.run(cmd, env=env or launch_env(), capture_output=True, text=True, timeout=timeout)
+    env = dict(env or launch_env())
+    if num_processes > 1:
+        env.setdefault("ACCELERATE_USE_CPU", "true")  # without an accelerator, MULTI_CPU needs it (gloo)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 class CapturedLogs(list):
@@ -133,3 +137,20 @@ def record_scenario(**fields) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a") as f:
             f.write(json.dumps(fields) + "\n")
+
+
+class TinyRegression(torch.nn.Module):
+    """y = a*x + b, enough for a `Trainer` to take real optimizer steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(1, 1)
+
+    def forward(self, input_x, labels=None):
+        y = self.linear(input_x)
+        return {"loss": torch.nn.functional.mse_loss(y, labels), "logits": y}
+
+
+def regression_dataset(length=32, seed=0):
+    x = torch.randn(length, 1, generator=torch.Generator().manual_seed(seed))
+    return [{"input_x": xi, "labels": 2 * xi + 3} for xi in x]

@@ -1,0 +1,52 @@
+"""A state that contradicts the arguments: error, warning and reset, or warning, depending on the switch."""
+
+from accelerate import Accelerator
+from parameterized import parameterized
+
+from tests.testing_utils import (
+    PATCHED,
+    AccelerateStateTestCase,
+    bug_on_unpatched,
+    capture_training_args_logs,
+    make_training_args,
+)
+
+# (name, Accelerator kwargs, TrainingArguments kwargs, words the message must name)
+CONFLICTS = [
+    ("state_bf16_args_no", {"mixed_precision": "bf16", "cpu": True}, {"use_cpu": True}, ["`bf16`", "`no`"]),
+    ("state_no_args_bf16", {"mixed_precision": "no", "cpu": True}, {"use_cpu": True, "bf16": True}, ["`no`", "`bf16`"]),
+]
+
+
+class ConflictTest(AccelerateStateTestCase):
+    @parameterized.expand(CONFLICTS)
+    @bug_on_unpatched
+    def test_preserve_raises_and_keeps_state(self, _, state_kwargs, args_kwargs, words):
+        accelerator = Accelerator(**state_kwargs)
+        with self.assertRaises(ValueError) as raised:
+            make_training_args(self.id(), "preserve", **args_kwargs)
+        for word in [*words, "accelerator_state_policy='reset'"]:
+            self.assertIn(word, str(raised.exception))
+        self.assertEqual(accelerator.state.mixed_precision, state_kwargs["mixed_precision"])
+
+    @parameterized.expand(CONFLICTS)
+    def test_auto_warns_and_resets(self, _, state_kwargs, args_kwargs, words):
+        accelerator = Accelerator(**state_kwargs)
+        with capture_training_args_logs() as warnings:
+            make_training_args(self.id(), "auto", **args_kwargs)
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        if PATCHED:
+            self.assertEqual(len(warnings), 1)
+            for word in ["Resetting the existing accelerator state", *words]:
+                self.assertIn(word, warnings.text)
+
+    @parameterized.expand(CONFLICTS)
+    def test_reset_warns(self, _, state_kwargs, args_kwargs, words):
+        accelerator = Accelerator(**state_kwargs)
+        with capture_training_args_logs() as warnings:
+            make_training_args(self.id(), "reset", **args_kwargs)
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        if PATCHED:
+            self.assertIn("Resetting the existing accelerator state", warnings.text)
+        else:
+            self.assertEqual(warnings, [])  # the bug: the release discards it silently

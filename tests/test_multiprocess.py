@@ -1,0 +1,25 @@
+"""Two CPU processes under `accelerate launch` (gloo): every rank keeps its distributed state."""
+
+import json
+
+import pytest
+
+from tests.testing_utils import PATCHED, SCRIPTS, accelerate_launch, launch_env
+
+
+@pytest.mark.parametrize("policy", ["auto", "reset"])
+def test_every_rank_keeps_multi_cpu(tmp_path, policy):
+    env = launch_env(TRANSFORMERS_ACCELERATOR_STATE_POLICY=policy)
+    result = accelerate_launch(SCRIPTS / "multiprocess_state.py", tmp_path, num_processes=2, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ranks = [json.loads(line.split(" ", 1)[1]) for line in result.stdout.splitlines() if line.startswith("RANK_")]
+    assert sorted(r["before"]["rank"] for r in ranks) == [0, 1]
+    for r in ranks:
+        assert r["before"]["type"] == "DistributedType.MULTI_CPU"
+        assert r["before"]["world"] == 2
+        if PATCHED and policy == "auto":
+            assert r["after"] == r["before"]
+        else:
+            assert r["after"] is None  # discarded: the published behaviour, and the patched `reset`
+    if PATCHED and policy == "reset":
+        assert result.stderr.count("Resetting the existing accelerator state") == 2
