@@ -12,7 +12,7 @@ def test_every_rank_keeps_multi_cpu(tmp_path, policy):
     env = launch_env(TRANSFORMERS_ACCELERATOR_STATE_POLICY=policy)
     result = accelerate_launch(SCRIPTS / "multiprocess_state.py", tmp_path, num_processes=2, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
-    ranks = [json.loads(line.split(" ", 1)[1]) for line in result.stdout.splitlines() if line.startswith("RANK_")]
+    ranks = [json.loads(path.read_text()) for path in sorted(tmp_path.glob("rank*.json"))]
     assert sorted(r["before"]["rank"] for r in ranks) == [0, 1]
     for r in ranks:
         assert r["before"]["type"] == "DistributedType.MULTI_CPU"

@@ -139,6 +139,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
     def test_accelerator_survives_trainer(self):
         accelerator = Accelerator(cpu=True)
         args = self.make_args(use_cpu=True, max_steps=2, per_device_train_batch_size=4)
+        self.assertEqual(accelerator.distributed_type, DistributedType.NO)
         Trainer(model=TinyRegression(), args=args, train_dataset=TinyRegressionDataset()).train()
         model = TinyRegression()
         model, optimizer = accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=0.1))

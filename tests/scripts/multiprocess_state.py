@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 
 from accelerate import Accelerator
 from transformers import TrainingArguments
@@ -20,4 +21,5 @@ TrainingArguments(output_dir=sys.argv[1], report_to="none")
 after = describe(accelerator)
 if after:
     accelerator.wait_for_everyone()  # the process group still works
-print("RANK_RESULT " + json.dumps({"before": before, "after": after}), flush=True)
+# One file per rank: torchrun interleaves the ranks' stdout.
+Path(sys.argv[1], f"rank{before['rank']}.json").write_text(json.dumps({"before": before, "after": after}))
