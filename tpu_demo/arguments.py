@@ -1,0 +1,91 @@
+"""One YAML file for everything: the program's own settings, accelerate's, and `TrainingArguments`."""
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+
+import yaml
+from transformers import HfArgumentParser, TrainingArguments
+
+
+@dataclass
+class LaunchArguments:
+    """What `accelerate launch` needs; `tpu_demo.launch` turns these into its flags."""
+
+    distributed_type: str = field(
+        default="auto", metadata={"help": "auto, NO, MULTI_CPU, MULTI_GPU or XLA", "choices": ["auto", "NO", "MULTI_CPU", "MULTI_GPU", "XLA"]}
+    )
+    num_processes: int = field(default=1, metadata={"help": "processes per machine"})
+    num_machines: int = field(default=1, metadata={"help": "machines"})
+    mixed_precision: str = field(default="no", metadata={"help": "no, fp16 or bf16", "choices": ["no", "fp16", "bf16"]})
+    main_process_port: int | None = field(default=None, metadata={"help": "rendezvous port for several processes"})
+
+
+@dataclass
+class ModelArguments:
+    model_dir: str | None = field(
+        default=None, metadata={"help": "local directory with real Dia weights; a tiny random Dia when unset"}
+    )
+    tiny_hidden_size: int = field(default=64, metadata={"help": "hidden size of the tiny random Dia"})
+    tiny_layers: int = field(default=2, metadata={"help": "encoder and decoder layers of the tiny random Dia"})
+
+
+@dataclass
+class DataArguments:
+    data_dir: str = field(default="data/synthetic", metadata={"help": "folder of .pt code tensors + metadata.jsonl"})
+    synthetic_samples: int = field(
+        default=96, metadata={"help": "write this many synthetic samples when data_dir does not exist (0: never)"}
+    )
+    eval_samples: int = field(default=13, metadata={"help": "samples held out for evaluation (the last ones)"})
+    max_text_tokens: int = field(default=48, metadata={"help": "text is padded/truncated to this length"})
+    max_audio_frames: int = field(default=24, metadata={"help": "audio codes are padded/truncated to this length"})
+    text_dropout: float = field(default=0.1, metadata={"help": "chance to drop the text (classifier-free guidance)"})
+    stateful_dataloader: bool = field(
+        default=True, metadata={"help": "resume mid-epoch through torchdata's StatefulDataLoader when installed"}
+    )
+    stop_after_steps: int = field(
+        default=0, metadata={"help": "stop (as if interrupted) after this many optimizer steps; 0: run to the end"}
+    )
+
+
+ARGUMENT_CLASSES = (LaunchArguments, ModelArguments, DataArguments, TrainingArguments)
+
+
+class ConfigError(SystemExit):
+    def __init__(self, message: str):
+        super().__init__(f"tpu_demo: {message}")
+
+
+def parse_overrides(overrides) -> dict:
+    """`key=value` pairs from the command line, values typed as YAML."""
+    parsed = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"override {item!r} is not key=value")
+        parsed[key.strip()] = yaml.safe_load(value)
+    return parsed
+
+
+def load_raw(path, overrides=()) -> dict:
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file {path} does not exist")
+    with open(path) as f:
+        raw = yaml.safe_load(f) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must hold a mapping of settings")
+    return raw | parse_overrides(overrides)
+
+
+def parse_launch(raw: dict) -> LaunchArguments:
+    (launch,) = HfArgumentParser(LaunchArguments).parse_dict(raw, allow_extra_keys=True)
+    return launch
+
+
+def parse_all(raw: dict):
+    """Every dataclass, refusing keys that none of them has."""
+    known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"unknown config keys: {', '.join(unknown)}")
+    return HfArgumentParser(ARGUMENT_CLASSES).parse_dict(raw)

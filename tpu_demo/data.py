@@ -1,0 +1,125 @@
+"""Pre-computed Dia audio codes on disk, a deterministic synthetic set, and fixed-shape batches.
+
+A data folder holds `metadata.jsonl` (one `{"file": ..., "text": ...}` per line) and, per sample, a `.pt` LongTensor
+of shape (frames, channels) with codes in 0..1023, as produced offline by the DAC codec.
+"""
+
+import json
+import zlib
+from pathlib import Path
+
+import torch
+from transformers import DiaProcessor, DiaTokenizer
+
+AUDIO_EOS, AUDIO_PAD, AUDIO_BOS = 1024, 1025, 1026
+WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+FRAMES_PER_WORD = 3
+
+
+class DataError(SystemExit):
+    def __init__(self, message: str):
+        super().__init__(f"tpu_demo: {message}")
+
+
+def word_frames(word: str, num_channels: int) -> torch.Tensor:
+    """The fixed code frames a word sounds like: learnable from the text alone."""
+    generator = torch.Generator().manual_seed(zlib.crc32(word.encode()))
+    return torch.randint(0, 1024, (FRAMES_PER_WORD, num_channels), generator=generator)
+
+
+def write_synthetic(data_dir, num_samples: int, num_channels: int = 9, seed: int = 0) -> Path:
+    """Writes `num_samples` deterministic samples ("[S1] w1 w2 ..." and the words' frames) into `data_dir`."""
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    generator = torch.Generator().manual_seed(seed)
+    lines = []
+    for i in range(num_samples):
+        count = int(torch.randint(2, 6, (), generator=generator))
+        words = [WORDS[int(j)] for j in torch.randint(0, len(WORDS), (count,), generator=generator)]
+        torch.save(torch.cat([word_frames(w, num_channels) for w in words]), data_dir / f"{i:05d}.pt")
+        lines.append(json.dumps({"file": f"{i:05d}.pt", "text": "[S1] " + " ".join(words)}))
+    # metadata last: a folder with metadata is complete
+    (data_dir / "metadata.jsonl").write_text("\n".join(lines) + "\n")
+    return data_dir
+
+
+class CodesDataset(torch.utils.data.Dataset):
+    def __init__(self, data_dir, indices=None):
+        self.data_dir = Path(data_dir)
+        metadata = self.data_dir / "metadata.jsonl"
+        if not metadata.is_file():
+            raise DataError(f"{self.data_dir} has no metadata.jsonl (set synthetic_samples to write a synthetic set)")
+        self.items = [json.loads(line) for line in metadata.read_text().splitlines() if line.strip()]
+        missing = [item["file"] for item in self.items if not (self.data_dir / item["file"]).is_file()]
+        if missing:
+            raise DataError(f"{self.data_dir}: {len(missing)} code files listed in metadata.jsonl are missing, "
+                            f"e.g. {missing[0]}")
+        self.indices = list(range(len(self.items))) if indices is None else list(indices)
+
+    def __len__(self):
+        return len(self.indices)
+
+    def __getitem__(self, i):
+        item = self.items[self.indices[i]]
+        codes = torch.load(self.data_dir / item["file"], weights_only=True)
+        if codes.dim() != 2:
+            raise DataError(f"{item['file']}: codes must be (frames, channels), got {tuple(codes.shape)}")
+        return {"index": self.indices[i], "text": item["text"], "codes": codes.long()}
+
+
+class DiaCollator:
+    """Builds fixed-shape Dia batches with `DiaProcessor`'s delay helpers (every batch compiles to one XLA graph).
+
+    Equivalent to `DiaProcessor(text, audio, output_labels=True)` on codes instead of audio: audio is left-padded with
+    BOS, ends with EOS, is delayed per channel, and labels are the next delayed frame with BOS/PAD set to -100.
+    """
+
+    def __init__(self, delay_pattern, max_text_tokens: int, max_audio_frames: int, text_dropout: float, seed: int):
+        self.tokenizer = DiaTokenizer()
+        self.delay_pattern = list(delay_pattern)
+        self.max_text_tokens = max_text_tokens
+        self.max_audio_frames = max_audio_frames
+        self.text_dropout = text_dropout
+        self.seed = seed
+        self.epoch = 0
+
+    def drop_text(self, index: int) -> bool:
+        # Seeded by sample and epoch, not by the global RNG: a resumed run drops exactly the same texts.
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch * 100_003 + index)
+        return bool(torch.rand((), generator=generator) < self.text_dropout)
+
+    def __call__(self, samples):
+        texts = ["" if self.drop_text(s["index"]) else s["text"] for s in samples]
+        text = self.tokenizer(
+            texts, padding="max_length", truncation=True, max_length=self.max_text_tokens, return_tensors="pt"
+        )
+        num_channels = len(self.delay_pattern)
+        max_delay = max(self.delay_pattern)
+        length = self.max_audio_frames + 2  # BOS + codes + EOS
+        audio = torch.full((len(samples), length + max_delay, num_channels), AUDIO_PAD, dtype=torch.long)
+        mask = torch.zeros((len(samples), length + max_delay), dtype=torch.long)
+        for row, sample in enumerate(samples):
+            codes = sample["codes"][: self.max_audio_frames, :num_channels]
+            eos = torch.full((1, num_channels), AUDIO_EOS, dtype=torch.long)
+            padded = torch.cat([codes, eos])
+            start = length - len(padded)
+            audio[row, :start] = AUDIO_BOS
+            audio[row, start:length] = padded
+            mask[row, start - 1 :] = 1  # the BOS right before the codes, the codes, EOS and the delay tail
+
+        indices = DiaProcessor.build_indices(
+            bsz=len(samples), seq_len=length + max_delay, num_channels=num_channels, delay_pattern=self.delay_pattern
+        )
+        delayed = DiaProcessor.apply_audio_delay(
+            audio=audio, pad_token_id=AUDIO_PAD, bos_token_id=AUDIO_BOS, precomputed_idx=indices
+        )
+        labels = delayed[:, 1:].clone()
+        labels = torch.where((labels == AUDIO_PAD) | (labels == AUDIO_BOS), -100, labels)
+        return {
+            "input_ids": text["input_ids"],
+            "attention_mask": text["attention_mask"],
+            "decoder_input_ids": delayed[:, :-1],
+            "decoder_attention_mask": mask[:, :-1],
+            "labels": labels.transpose(1, 2).reshape(len(samples) * num_channels, -1).long(),
+            "index": torch.tensor([s["index"] for s in samples]),
+        }

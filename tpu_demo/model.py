@@ -1,0 +1,31 @@
+"""Dia from a local directory of real weights, or a tiny random one built from a config (no hub needed)."""
+
+from pathlib import Path
+
+from transformers import DiaConfig, DiaForConditionalGeneration
+from transformers.models.dia.configuration_dia import DiaDecoderConfig, DiaEncoderConfig
+
+DELAY_PATTERN = [0, 8, 9, 10, 11, 12, 13, 14, 15]
+
+
+def tiny_config(hidden_size: int = 64, layers: int = 2) -> DiaConfig:
+    encoder = DiaEncoderConfig(
+        num_hidden_layers=layers, hidden_size=hidden_size, num_attention_heads=2, num_key_value_heads=2,
+        head_dim=32, intermediate_size=2 * hidden_size, vocab_size=256,
+    )
+    decoder = DiaDecoderConfig(
+        num_hidden_layers=layers, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=32, cross_num_attention_heads=2,
+        cross_num_key_value_heads=1, cross_head_dim=32, cross_hidden_size=hidden_size, vocab_size=1028,
+        num_channels=len(DELAY_PATTERN),
+    )
+    return DiaConfig(encoder_config=encoder, decoder_config=decoder, delay_pattern=DELAY_PATTERN)
+
+
+def build_model(model_args) -> DiaForConditionalGeneration:
+    if model_args.model_dir:
+        path = Path(model_args.model_dir)
+        if not (path / "config.json").is_file():
+            raise SystemExit(f"tpu_demo: model_dir {path} has no config.json (a saved Dia model directory)")
+        return DiaForConditionalGeneration.from_pretrained(path, local_files_only=True)
+    return DiaForConditionalGeneration(tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers))

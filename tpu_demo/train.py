@@ -1,0 +1,283 @@
+"""Fine-tunes Dia with Accelerate; run it with `python -m tpu_demo.launch CONFIG` (or `accelerate launch`).
+
+    accelerate launch -m tpu_demo.train tpu_demo/configs/tiny.yaml [key=value ...]
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+import transformers
+from accelerate import Accelerator
+from accelerate.utils import DataLoaderConfiguration, DistributedType, set_seed
+from tqdm.auto import tqdm
+from transformers import get_scheduler
+
+from tpu_demo.arguments import ConfigError, load_raw, parse_all, parse_launch
+from tpu_demo.data import CodesDataset, DiaCollator, write_synthetic
+from tpu_demo.model import build_model
+
+MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "labels")
+
+
+class Progress:
+    """Where training stands; saved and restored with the rest of the state by `save_state`/`load_state`."""
+
+    def __init__(self):
+        self.step, self.epoch, self.batches_in_epoch = 0, 0, 0
+
+    def state_dict(self):
+        return {"step": self.step, "epoch": self.epoch, "batches_in_epoch": self.batches_in_epoch}
+
+    def load_state_dict(self, state):
+        self.step, self.epoch, self.batches_in_epoch = state["step"], state["epoch"], state["batches_in_epoch"]
+
+
+def use_stateful_dataloader(raw) -> bool:
+    return bool(raw.get("stateful_dataloader", True)) and importlib.util.find_spec("torchdata") is not None
+
+
+def make_accelerator(raw) -> Accelerator:
+    """The Accelerator comes first, from the YAML's accelerate settings: `TrainingArguments` is parsed after it."""
+    launch = parse_launch(raw)
+    report_to = raw.get("report_to", "all")
+    tracking = report_to not in ("none", ["none"], []) and importlib.util.find_spec("tensorboard") is not None
+    return Accelerator(
+        gradient_accumulation_steps=int(raw.get("gradient_accumulation_steps", 1)),
+        mixed_precision=launch.mixed_precision,
+        log_with="tensorboard" if tracking else None,
+        project_dir=raw.get("output_dir", "outputs"),
+        dataloader_config=DataLoaderConfiguration(
+            use_seedable_sampler=True, use_stateful_dataloader=use_stateful_dataloader(raw)
+        ),
+    )
+
+
+def parse_after_accelerator(accelerator, raw):
+    # What `accelerate launch --mixed_precision` exports; set here too so a direct run agrees with the Accelerator.
+    os.environ["ACCELERATE_MIXED_PRECISION"] = accelerator.mixed_precision
+    parsed = parse_all(raw)
+    if not hasattr(accelerator.state, "distributed_type"):
+        raise SystemExit(
+            f"tpu_demo: building TrainingArguments reset the Accelerator's state (transformers {transformers.__version__}"
+            ", huggingface/transformers#40376). Install the patched transformers (`tox -e demo` does), or keep "
+            "`accelerator_state_policy: auto` and make the config's settings agree with the Accelerator's."
+        )
+    return parsed
+
+
+def ensure_data(accelerator, data_args, seed) -> Path:
+    data_dir = Path(data_args.data_dir)
+    if not (data_dir / "metadata.jsonl").exists() and data_args.synthetic_samples > 0:
+        if accelerator.is_main_process:
+            write_synthetic(data_dir, data_args.synthetic_samples, seed=seed)
+    accelerator.wait_for_everyone()  # every process, never inside an is_main_process branch
+    return data_dir
+
+
+def init_optimizer_state(optimizer) -> None:
+    """AdamW's state made before the first step, so the first step traces the same graph as every later one."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.requires_grad and not optimizer.state[p]:
+                optimizer.state[p]["step"] = torch.tensor(0.0, dtype=torch.float32)
+                optimizer.state[p]["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                optimizer.state[p]["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+
+
+def per_sample_loss(logits, labels, batch_size):
+    """Mean token loss per sample, with masks instead of boolean indexing (fixed shapes on XLA)."""
+    valid = labels != -100
+    token_loss = torch.nn.functional.cross_entropy(
+        logits.float().transpose(1, 2), torch.where(valid, labels, 0), reduction="none"
+    )
+    token_loss = torch.where(valid, token_loss, 0.0).reshape(batch_size, -1).sum(-1)
+    return token_loss / valid.reshape(batch_size, -1).sum(-1).clamp(min=1)
+
+
+def evaluate(accelerator, model, loader):
+    model.eval()
+    losses, indices = [], []
+    for batch in loader:
+        with torch.no_grad():
+            logits = model(**{k: batch[k] for k in MODEL_INPUTS}).logits
+        loss = per_sample_loss(logits, batch["labels"], batch["input_ids"].shape[0])
+        losses.append(accelerator.gather_for_metrics(loss))
+        indices.append(accelerator.gather_for_metrics(batch["index"]))
+    model.train()
+    losses, indices = torch.cat(losses), torch.cat(indices)
+    return {"eval_loss": losses.mean().item(), "eval_samples": losses.numel(), "eval_indices": indices.tolist()}
+
+
+def checkpoint_dir(output_dir, step) -> Path:
+    return Path(output_dir) / "checkpoints" / f"step-{step}"
+
+
+def resolve_resume(path, output_dir):
+    if path == "latest":
+        found = sorted((Path(output_dir) / "checkpoints").glob("step-*"), key=lambda p: int(p.name[5:]))
+        if not found:
+            raise ConfigError(f"resume_from_checkpoint: latest, but {output_dir}/checkpoints has none")
+        return found[-1]
+    if not Path(path).is_dir():
+        raise ConfigError(f"resume_from_checkpoint {path} is not a checkpoint directory")
+    return Path(path)
+
+
+def load_checkpoint(accelerator, path) -> None:
+    try:
+        accelerator.load_state(str(path))
+    except Exception as error:  # a truncated or foreign checkpoint: say which, keep the traceback for details
+        raise ConfigError(f"cannot resume from {path}: {type(error).__name__}: {error}") from error
+
+
+def log_metrics(accelerator, output_dir, metrics, step) -> None:
+    accelerator.log({k: v for k, v in metrics.items() if isinstance(v, float)}, step=step)
+    if accelerator.is_main_process:
+        with open(Path(output_dir) / "metrics.jsonl", "a") as f:
+            f.write(json.dumps({"step": step, **metrics}) + "\n")
+
+
+def train(config, overrides=()) -> dict:
+    raw = load_raw(config, overrides)
+    accelerator = make_accelerator(raw)
+    launch_args, model_args, data_args, args = parse_after_accelerator(accelerator, raw)
+    set_seed(args.seed)
+    output_dir = Path(args.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+
+    dataset = CodesDataset(ensure_data(accelerator, data_args, args.seed))
+    n_eval = min(data_args.eval_samples, len(dataset) - 1)
+    train_set = CodesDataset(dataset.data_dir, range(len(dataset) - n_eval))
+    eval_set = CodesDataset(dataset.data_dir, range(len(dataset) - n_eval, len(dataset)))
+    model = build_model(model_args)
+    collator = DiaCollator(
+        model.config.delay_pattern, data_args.max_text_tokens, data_args.max_audio_frames, data_args.text_dropout,
+        args.seed,
+    )
+    loader_kwargs = {"collate_fn": collator, "num_workers": args.dataloader_num_workers}
+    train_loader = torch.utils.data.DataLoader(
+        train_set, batch_size=args.per_device_train_batch_size, shuffle=True, drop_last=True, **loader_kwargs
+    )
+    eval_loader = torch.utils.data.DataLoader(eval_set, batch_size=args.per_device_eval_batch_size, **loader_kwargs)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay,
+        betas=(args.adam_beta1, args.adam_beta2), eps=args.adam_epsilon,
+    )
+    steps_per_epoch = max(1, len(train_loader) // (accelerator.num_processes * args.gradient_accumulation_steps))
+    max_steps = args.max_steps if args.max_steps > 0 else int(args.num_train_epochs * steps_per_epoch)
+    # accelerate steps a prepared scheduler once per process: count the schedule in those units.
+    scheduler = get_scheduler(
+        args.lr_scheduler_type, optimizer, num_warmup_steps=args.get_warmup_steps(max_steps) * accelerator.num_processes,
+        num_training_steps=max_steps * accelerator.num_processes,
+    )
+    if args.torch_compile and accelerator.distributed_type != DistributedType.XLA:
+        model = torch.compile(model)
+    model, optimizer, train_loader, eval_loader, scheduler = accelerator.prepare(
+        model, optimizer, train_loader, eval_loader, scheduler
+    )
+    init_optimizer_state(optimizer.optimizer)
+    progress = Progress()
+    accelerator.register_for_checkpointing(progress)
+    if args.resume_from_checkpoint:
+        load_checkpoint(accelerator, resolve_resume(args.resume_from_checkpoint, output_dir))
+        accelerator.print(f"resumed at step {progress.step} (epoch {progress.epoch})")
+
+    accelerator.init_trackers("dia_finetune", config={"learning_rate": args.learning_rate, "max_steps": max_steps})
+    bar = tqdm(total=max_steps, initial=progress.step, disable=not accelerator.is_local_main_process, desc="train")
+    running_loss, window, seen, history = torch.zeros((), device=accelerator.device), 0, [], []
+    interrupted, started, timed_from = False, time.perf_counter(), progress.step
+
+    model.train()
+    while progress.step < max_steps and not interrupted:
+        collator.epoch = progress.epoch
+        train_loader.set_epoch(progress.epoch)
+        loader = train_loader
+        if progress.batches_in_epoch and not use_stateful_dataloader(raw):
+            loader = accelerator.skip_first_batches(train_loader, progress.batches_in_epoch)
+        for batch in loader:
+            with accelerator.accumulate(model):
+                loss = model(**{k: batch[k] for k in MODEL_INPUTS}).loss
+                accelerator.backward(loss)
+                if accelerator.sync_gradients:
+                    accelerator.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+            progress.batches_in_epoch += 1
+            running_loss, window = running_loss + loss.detach(), window + 1
+            seen.append(batch["index"])
+            if not accelerator.sync_gradients:
+                continue
+            progress.step += 1
+            bar.update(1)
+            if progress.step % args.logging_steps == 0 or progress.step == max_steps:
+                # the only host sync in the loop, at log intervals
+                loss_value = accelerator.reduce(running_loss, "mean").item() / window
+                history.append(loss_value)
+                log_metrics(accelerator, output_dir, {"loss": loss_value, "lr": scheduler.get_last_lr()[0]}, progress.step)
+                bar.set_postfix(loss=f"{loss_value:.3f}")
+                running_loss, window = torch.zeros((), device=accelerator.device), 0
+            if args.eval_steps and progress.step % int(args.eval_steps) == 0:
+                metrics = evaluate(accelerator, model, eval_loader)
+                log_metrics(accelerator, output_dir, metrics, progress.step)
+            if args.save_steps and progress.step % int(args.save_steps) == 0:
+                accelerator.save_state(str(checkpoint_dir(output_dir, progress.step)))
+            if progress.step == data_args.stop_after_steps or progress.step >= max_steps:
+                interrupted = progress.step < max_steps
+                break
+        else:
+            progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
+    bar.close()
+    elapsed = time.perf_counter() - started
+
+    if interrupted and not checkpoint_dir(output_dir, progress.step).exists():
+        accelerator.save_state(str(checkpoint_dir(output_dir, progress.step)))
+    final = evaluate(accelerator, model, eval_loader)
+    accelerator.wait_for_everyone()  # every process reaches it; only the main process writes below
+    unwrapped = accelerator.unwrap_model(model)
+    if not interrupted:
+        unwrapped.save_pretrained(
+            output_dir / "final", is_main_process=accelerator.is_main_process, save_function=accelerator.save,
+            state_dict=accelerator.get_state_dict(model),
+        )
+    seen_indices = torch.cat(seen).tolist() if seen else []
+    (output_dir / f"seen_rank{accelerator.process_index}.json").write_text(json.dumps(seen_indices))
+    summary = {
+        "device": str(accelerator.device),
+        "distributed_type": str(accelerator.distributed_type),
+        "num_processes": accelerator.num_processes,
+        "mixed_precision": accelerator.mixed_precision,
+        "steps": progress.step,
+        "interrupted": interrupted,
+        "first_loss": history[0] if history else None,
+        "last_loss": history[-1] if history else None,
+        "eval_loss": final["eval_loss"],
+        "eval_samples": final["eval_samples"],
+        "eval_unique_samples": len(set(final["eval_indices"])),
+        "eval_dataset_size": len(eval_set),
+        "train_samples_per_second": (progress.step - timed_from)
+        * args.per_device_train_batch_size * args.gradient_accumulation_steps * accelerator.num_processes / elapsed,
+        "transformers": transformers.__version__,
+    }
+    if accelerator.is_main_process:
+        (output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        accelerator.print(json.dumps(summary, indent=2))
+    accelerator.end_training()
+    return summary
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="tpu_demo.train", description="Fine-tune Dia with Accelerate.")
+    parser.add_argument("config", help="YAML file with training and accelerate settings")
+    parser.add_argument("overrides", nargs="*", help="key=value settings that replace the file's")
+    args = parser.parse_args(argv)
+    train(args.config, args.overrides)
+
+
+if __name__ == "__main__":
+    main()
