@@ -128,12 +128,15 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(accelerator.state.distributed_type, DistributedType.NO)
 
     def test_hyperparameter_search_sequence(self):
-        # Successive trials with different settings must each get the state their arguments ask for.
-        for trial, bf16 in enumerate([False, True, False]):
-            args = self.make_args(use_cpu=True, bf16=bf16, max_steps=2, per_device_train_batch_size=4, seed=trial)
+        # Successive trials must each train with the state their arguments ask for: a changed setting gets a fresh
+        # state, an unchanged one keeps the state of the previous trial.
+        for trial, (bf16, learning_rate) in enumerate([(False, 1e-3), (True, 1e-3), (True, 1e-2)]):
+            args = self.make_args(
+                use_cpu=True, bf16=bf16, learning_rate=learning_rate, max_steps=2, per_device_train_batch_size=4
+            )
             trainer = Trainer(model=TinyRegression(), args=args, train_dataset=TinyRegressionDataset())
             trainer.train()
-            self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if bf16 else "no")
+            self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if bf16 else "no", f"trial {trial}")
             self.assertEqual(trainer.state.global_step, 2)
 
     def test_accelerator_survives_trainer(self):
