@@ -1,7 +1,7 @@
 """Regenerates every pinned version's patch series from the single source in `patches/src/`.
 
-    python -m harness.make_patches            # rewrite patches/<version>/ for every pin
-    python -m harness.make_patches --check    # fail if a committed series differs from what the source gives
+python -m harness.make_patches            # rewrite patches/<version>/ for every pin
+python -m harness.make_patches --check    # fail if a committed series differs from what the source gives
 """
 
 import argparse
@@ -89,8 +89,10 @@ def main(argv=None) -> int:
             if fresh.get(name) != committed.get(name):
                 drift += 1
                 diff = difflib.unified_diff(
-                    committed.get(name, "").splitlines(True), fresh.get(name, "").splitlines(True),
-                    f"committed/{version}/{name}", f"regenerated/{version}/{name}",
+                    committed.get(name, "").splitlines(True),
+                    fresh.get(name, "").splitlines(True),
+                    f"committed/{version}/{name}",
+                    f"regenerated/{version}/{name}",
                 )
                 sys.stdout.writelines(diff)
         print(f"patches/{version}: {'differs from patches/src' if drift else 'up to date'}")

@@ -12,7 +12,9 @@ class SwitchSourcesTest(AccelerateStateTestCase):
     @bug_on_unpatched
     def test_cli_flag(self):
         parser = HfArgumentParser(TrainingArguments)
-        (args,) = parser.parse_args_into_dataclasses(["--output_dir", self.id(), "--accelerator_state_policy", "reset"])
+        (args,) = parser.parse_args_into_dataclasses(
+            ["--output_dir", self.id(), "--accelerator_state_policy", "reset"]
+        )
         self.assertEqual(args.accelerator_state_policy, "reset")
 
     @bug_on_unpatched

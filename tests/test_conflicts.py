@@ -14,7 +14,12 @@ from tests.testing_utils import (
 # (name, Accelerator kwargs, TrainingArguments kwargs, words the message must name)
 CONFLICTS = [
     ("state_bf16_args_no", {"mixed_precision": "bf16", "cpu": True}, {"use_cpu": True}, ["`bf16`", "`no`"]),
-    ("state_no_args_bf16", {"mixed_precision": "no", "cpu": True}, {"use_cpu": True, "bf16": True}, ["`no`", "`bf16`"]),
+    (
+        "state_no_args_bf16",
+        {"mixed_precision": "no", "cpu": True},
+        {"use_cpu": True, "bf16": True},
+        ["`no`", "`bf16`"],
+    ),
 ]
 
 

@@ -17,5 +17,9 @@ def test_upstream_test_file(tmp_path):
         assert "passed" in summary and "failed" not in summary
     else:
         assert result.returncode == 1, result.stdout[-4000:]
-        failed = {line.split(" - ")[0].rsplit("::", 1)[-1] for line in result.stdout.splitlines() if line.startswith("FAILED ")}
+        failed = {
+            line.split(" - ")[0].rsplit("::", 1)[-1]
+            for line in result.stdout.splitlines()
+            if line.startswith("FAILED ")
+        }
         assert {"test_default_keeps_existing_state_0_accelerator", "test_accelerator_survives_trainer"} <= failed

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from accelerate.state import AcceleratorState, GradientState, PartialState
+from accelerate.state import AcceleratorState, GradientState
 from transformers import TrainingArguments
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,17 +8,34 @@ import yaml
 from transformers import HfArgumentParser, TrainingArguments
 
 
+class ConfigError(SystemExit):
+    def __init__(self, message: str):
+        super().__init__(f"tpu_demo: {message}")
+
+
 @dataclass
 class LaunchArguments:
     """What `accelerate launch` needs; `tpu_demo.launch` turns these into its flags."""
 
     distributed_type: str = field(
-        default="auto", metadata={"help": "auto, NO, MULTI_CPU, MULTI_GPU or XLA", "choices": ["auto", "NO", "MULTI_CPU", "MULTI_GPU", "XLA"]}
+        default="auto",
+        metadata={
+            "help": "auto, NO, MULTI_CPU, MULTI_GPU or XLA",
+            "choices": ["auto", "NO", "MULTI_CPU", "MULTI_GPU", "XLA"],
+        },
     )
     num_processes: int = field(default=1, metadata={"help": "processes per machine"})
     num_machines: int = field(default=1, metadata={"help": "machines"})
-    mixed_precision: str = field(default="no", metadata={"help": "no, fp16 or bf16", "choices": ["no", "fp16", "bf16"]})
+    mixed_precision: str = field(
+        default="no", metadata={"help": "no, fp16 or bf16", "choices": ["no", "fp16", "bf16"]}
+    )
     main_process_port: int | None = field(default=None, metadata={"help": "rendezvous port for several processes"})
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):  # parse_dict does not apply argparse's choices
+            choices = f.metadata.get("choices")
+            if choices and getattr(self, f.name) not in choices:
+                raise ConfigError(f"{f.name}: {getattr(self, f.name)!r} is not one of {', '.join(choices)}")
 
 
 @dataclass
@@ -49,11 +66,6 @@ class DataArguments:
 
 
 ARGUMENT_CLASSES = (LaunchArguments, ModelArguments, DataArguments, TrainingArguments)
-
-
-class ConfigError(SystemExit):
-    def __init__(self, message: str):
-        super().__init__(f"tpu_demo: {message}")
 
 
 def parse_overrides(overrides) -> dict:

@@ -52,8 +52,9 @@ class CodesDataset(torch.utils.data.Dataset):
         self.items = [json.loads(line) for line in metadata.read_text().splitlines() if line.strip()]
         missing = [item["file"] for item in self.items if not (self.data_dir / item["file"]).is_file()]
         if missing:
-            raise DataError(f"{self.data_dir}: {len(missing)} code files listed in metadata.jsonl are missing, "
-                            f"e.g. {missing[0]}")
+            raise DataError(
+                f"{self.data_dir}: {len(missing)} code files listed in metadata.jsonl are missing, e.g. {missing[0]}"
+            )
         self.indices = list(range(len(self.items))) if indices is None else list(indices)
 
     def __len__(self):

@@ -10,13 +10,26 @@ DELAY_PATTERN = [0, 8, 9, 10, 11, 12, 13, 14, 15]
 
 def tiny_config(hidden_size: int = 64, layers: int = 2) -> DiaConfig:
     encoder = DiaEncoderConfig(
-        num_hidden_layers=layers, hidden_size=hidden_size, num_attention_heads=2, num_key_value_heads=2,
-        head_dim=32, intermediate_size=2 * hidden_size, vocab_size=256,
+        num_hidden_layers=layers,
+        hidden_size=hidden_size,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=32,
+        intermediate_size=2 * hidden_size,
+        vocab_size=256,
     )
     decoder = DiaDecoderConfig(
-        num_hidden_layers=layers, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-        num_attention_heads=2, num_key_value_heads=1, head_dim=32, cross_num_attention_heads=2,
-        cross_num_key_value_heads=1, cross_head_dim=32, cross_hidden_size=hidden_size, vocab_size=1028,
+        num_hidden_layers=layers,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        cross_num_attention_heads=2,
+        cross_num_key_value_heads=1,
+        cross_head_dim=32,
+        cross_hidden_size=hidden_size,
+        vocab_size=1028,
         num_channels=len(DELAY_PATTERN),
     )
     return DiaConfig(encoder_config=encoder, decoder_config=decoder, delay_pattern=DELAY_PATTERN)

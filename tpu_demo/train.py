@@ -1,6 +1,6 @@
 """Fine-tunes Dia with Accelerate; run it with `python -m tpu_demo.launch CONFIG` (or `accelerate launch`).
 
-    accelerate launch -m tpu_demo.train tpu_demo/configs/tiny.yaml [key=value ...]
+accelerate launch -m tpu_demo.train tpu_demo/configs/tiny.yaml [key=value ...]
 """
 
 import argparse
@@ -63,9 +63,10 @@ def parse_after_accelerator(accelerator, raw):
     parsed = parse_all(raw)
     if not hasattr(accelerator.state, "distributed_type"):
         raise SystemExit(
-            f"tpu_demo: building TrainingArguments reset the Accelerator's state (transformers {transformers.__version__}"
-            ", huggingface/transformers#40376). Install the patched transformers (`tox -e demo` does), or keep "
-            "`accelerator_state_policy: auto` and make the config's settings agree with the Accelerator's."
+            "tpu_demo: building TrainingArguments reset the Accelerator's state "
+            f"(transformers {transformers.__version__}, huggingface/transformers#40376). Install the patched "
+            "transformers (`tox -e demo` does), or keep `accelerator_state_policy: auto` and make the config's "
+            "settings agree with the Accelerator's."
         )
     return parsed
 
@@ -155,24 +156,36 @@ def train(config, overrides=()) -> dict:
     train_set = CodesDataset(dataset.data_dir, range(len(dataset) - n_eval))
     eval_set = CodesDataset(dataset.data_dir, range(len(dataset) - n_eval, len(dataset)))
     model = build_model(model_args)
-    collator = DiaCollator(
-        model.config.delay_pattern, data_args.max_text_tokens, data_args.max_audio_frames, data_args.text_dropout,
-        args.seed,
-    )
-    loader_kwargs = {"collate_fn": collator, "num_workers": args.dataloader_num_workers}
+    shapes = (model.config.delay_pattern, data_args.max_text_tokens, data_args.max_audio_frames)
+    collator = DiaCollator(*shapes, text_dropout=data_args.text_dropout, seed=args.seed)
     train_loader = torch.utils.data.DataLoader(
-        train_set, batch_size=args.per_device_train_batch_size, shuffle=True, drop_last=True, **loader_kwargs
+        train_set,
+        batch_size=args.per_device_train_batch_size,
+        shuffle=True,
+        drop_last=True,
+        collate_fn=collator,
+        num_workers=args.dataloader_num_workers,
     )
-    eval_loader = torch.utils.data.DataLoader(eval_set, batch_size=args.per_device_eval_batch_size, **loader_kwargs)
+    eval_loader = torch.utils.data.DataLoader(  # evaluation never drops the text
+        eval_set,
+        batch_size=args.per_device_eval_batch_size,
+        collate_fn=DiaCollator(*shapes, text_dropout=0.0, seed=0),
+        num_workers=args.dataloader_num_workers,
+    )
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay,
-        betas=(args.adam_beta1, args.adam_beta2), eps=args.adam_epsilon,
+        model.parameters(),
+        lr=args.learning_rate,
+        weight_decay=args.weight_decay,
+        betas=(args.adam_beta1, args.adam_beta2),
+        eps=args.adam_epsilon,
     )
     steps_per_epoch = max(1, len(train_loader) // (accelerator.num_processes * args.gradient_accumulation_steps))
     max_steps = args.max_steps if args.max_steps > 0 else int(args.num_train_epochs * steps_per_epoch)
     # accelerate steps a prepared scheduler once per process: count the schedule in those units.
     scheduler = get_scheduler(
-        args.lr_scheduler_type, optimizer, num_warmup_steps=args.get_warmup_steps(max_steps) * accelerator.num_processes,
+        args.lr_scheduler_type,
+        optimizer,
+        num_warmup_steps=args.get_warmup_steps(max_steps) * accelerator.num_processes,
         num_training_steps=max_steps * accelerator.num_processes,
     )
     if args.torch_compile and accelerator.distributed_type != DistributedType.XLA:
@@ -219,7 +232,9 @@ def train(config, overrides=()) -> dict:
                 # the only host sync in the loop, at log intervals
                 loss_value = accelerator.reduce(running_loss, "mean").item() / window
                 history.append(loss_value)
-                log_metrics(accelerator, output_dir, {"loss": loss_value, "lr": scheduler.get_last_lr()[0]}, progress.step)
+                log_metrics(
+                    accelerator, output_dir, {"loss": loss_value, "lr": scheduler.get_last_lr()[0]}, progress.step
+                )
                 bar.set_postfix(loss=f"{loss_value:.3f}")
                 running_loss, window = torch.zeros((), device=accelerator.device), 0
             if args.eval_steps and progress.step % int(args.eval_steps) == 0:
@@ -242,7 +257,9 @@ def train(config, overrides=()) -> dict:
     unwrapped = accelerator.unwrap_model(model)
     if not interrupted:
         unwrapped.save_pretrained(
-            output_dir / "final", is_main_process=accelerator.is_main_process, save_function=accelerator.save,
+            output_dir / "final",
+            is_main_process=accelerator.is_main_process,
+            save_function=accelerator.save,
             state_dict=accelerator.get_state_dict(model),
         )
     seen_indices = torch.cat(seen).tolist() if seen else []
@@ -261,7 +278,10 @@ def train(config, overrides=()) -> dict:
         "eval_unique_samples": len(set(final["eval_indices"])),
         "eval_dataset_size": len(eval_set),
         "train_samples_per_second": (progress.step - timed_from)
-        * args.per_device_train_batch_size * args.gradient_accumulation_steps * accelerator.num_processes / elapsed,
+        * args.per_device_train_batch_size
+        * args.gradient_accumulation_steps
+        * accelerator.num_processes
+        / elapsed,
         "transformers": transformers.__version__,
     }
     if accelerator.is_main_process:

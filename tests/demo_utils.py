@@ -1,0 +1,37 @@
+"""Runs the real fine-tune program (through its launcher, as a user does) and reads what it wrote."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.testing_utils import ROOT, launch_env, worker_port
+
+CONFIG = ROOT / "tpu_demo/configs/tiny.yaml"
+
+
+def run_demo(output_dir, *overrides, launcher=True, port_offset=5, timeout=900):
+    output_dir = Path(output_dir)
+    settings = [f"output_dir={output_dir}", f"data_dir={output_dir.parent / 'data'}", "report_to=none", *overrides]
+    if launcher:
+        settings.append(f"main_process_port={worker_port(port_offset)}")
+        cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings]
+    else:
+        cmd = [sys.executable, "-m", "tpu_demo.train", str(CONFIG), *settings]
+    return subprocess.run(cmd, env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def summary(output_dir) -> dict:
+    return json.loads((Path(output_dir) / "summary.json").read_text())
+
+
+def metrics(output_dir) -> list[dict]:
+    return [json.loads(line) for line in (Path(output_dir) / "metrics.jsonl").read_text().splitlines()]
+
+
+def losses_by_step(output_dir) -> dict[int, float]:
+    return {m["step"]: m["loss"] for m in metrics(output_dir) if "loss" in m}
+
+
+def assert_ok(result):
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"

@@ -1,0 +1,111 @@
+"""The Dia fine-tune end to end on eager CPU: one process, two processes (gloo), and an interrupted run resumed."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests.demo_utils import assert_ok, losses_by_step, metrics, run_demo, summary
+from tests.testing_utils import PATCHED, require_dia
+
+pytestmark = require_dia
+
+
+@pytest.mark.skipif(not PATCHED, reason="trains only where the state survives; see test_unpatched_stops_clearly")
+def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
+    from transformers import DiaForConditionalGeneration
+
+    from tpu_demo.data import CodesDataset, DiaCollator
+    from tpu_demo.train import MODEL_INPUTS, per_sample_loss
+
+    out = tmp_path / "run"
+    assert_ok(run_demo(out, "max_steps=60", "eval_steps=0", "save_steps=30"))
+    result = summary(out)
+    assert result["distributed_type"] == "DistributedType.NO"
+    assert result["last_loss"] < result["first_loss"] / 2
+    assert (out / "checkpoints/step-30").is_dir() and (out / "checkpoints/step-60").is_dir()
+
+    model = DiaForConditionalGeneration.from_pretrained(out / "final").eval()
+    data = CodesDataset(tmp_path / "data")
+    eval_set = [data[i] for i in range(len(data) - result["eval_dataset_size"], len(data))]
+    batch = DiaCollator(model.config.delay_pattern, 48, 24, text_dropout=0.0, seed=0)(eval_set)
+    with torch.no_grad():
+        logits = model(**{k: batch[k] for k in MODEL_INPUTS}).logits
+    assert per_sample_loss(logits, batch["labels"], len(eval_set)).mean().item() == pytest.approx(result["eval_loss"])
+
+
+@pytest.mark.skipif(not PATCHED, reason="trains only where the state survives; see test_unpatched_stops_clearly")
+def test_two_processes_shard_gather_and_write_once(tmp_path):
+    out = tmp_path / "run"
+    # 83 training samples, 2 x 8 per step: 5 steps are one epoch, so each sample is seen once overall.
+    assert_ok(run_demo(out, "num_processes=2", "max_steps=5", "logging_steps=1", "save_steps=5", "eval_steps=5"))
+    result = summary(out)
+    assert result["distributed_type"] == "DistributedType.MULTI_CPU" and result["num_processes"] == 2
+    seen = [set(json.loads((out / f"seen_rank{r}.json").read_text())) for r in (0, 1)]
+    assert seen[0] and seen[1] and not seen[0] & seen[1]
+    assert result["eval_samples"] == result["eval_unique_samples"] == result["eval_dataset_size"] == 13
+    assert [m["step"] for m in metrics(out) if "loss" in m] == [1, 2, 3, 4, 5]  # one writer, not one per rank
+    assert [m["eval_samples"] for m in metrics(out) if "eval_samples" in m] == [13]
+    assert sorted(p.name for p in (out / "final").glob("*.safetensors")) == ["model.safetensors"]
+    assert (out / "checkpoints/step-5/model.safetensors").is_file()
+
+
+@pytest.mark.skipif(not PATCHED, reason="trains only where the state survives; see test_unpatched_stops_clearly")
+@pytest.mark.parametrize("stateful", [True, False], ids=["stateful_dataloader", "skip_first_batches"])
+def test_interrupted_run_resumes_exactly(tmp_path, stateful):
+    common = ["max_steps=14", "logging_steps=1", "eval_steps=0", "save_steps=0", f"stateful_dataloader={stateful}"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert_ok(run_demo(straight, *common, launcher=False))
+    # 10 steps per epoch: interrupted mid-epoch, resumed across the epoch boundary.
+    assert_ok(run_demo(resumed, *common, "stop_after_steps=6", launcher=False))
+    assert summary(resumed)["interrupted"] and not (resumed / "final").exists()
+    assert_ok(run_demo(resumed, *common, f"resume_from_checkpoint={resumed / 'checkpoints/step-6'}", launcher=False))
+
+    assert losses_by_step(resumed) == losses_by_step(straight)
+    final_straight, final_resumed = (
+        load_file(straight / "final/model.safetensors"),
+        load_file(resumed / "final/model.safetensors"),
+    )
+    assert final_straight.keys() == final_resumed.keys()
+    for name, tensor in final_straight.items():
+        assert torch.equal(tensor, final_resumed[name]), name
+
+
+def test_unpatched_stops_clearly(tmp_path):
+    result = run_demo(tmp_path / "run", "max_steps=2", "eval_steps=0", "save_steps=0", launcher=False)
+    if PATCHED:
+        assert_ok(result)
+    else:
+        assert result.returncode != 0
+        assert "reset the Accelerator's state" in result.stderr and "40376" in result.stderr
+        assert "AttributeError" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["bogus_key=1"], "unknown config keys: bogus_key"),
+        (["synthetic_samples=0", "data_dir=/nonexistent/codes"], "has no metadata.jsonl"),
+        (["resume_from_checkpoint=/nonexistent/ckpt"], "is not a checkpoint directory"),
+        (["mixed_precision=fp12"], "fp12"),
+    ],
+    ids=["unknown_key", "missing_data", "missing_checkpoint", "bad_choice"],
+)
+def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):
+    result = run_demo(tmp_path / "run", *overrides, launcher=False)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(not PATCHED, reason="trains only where the state survives; see test_unpatched_stops_clearly")
+def test_corrupt_checkpoint_is_refused_and_kept(tmp_path):
+    out = tmp_path / "run"
+    assert_ok(run_demo(out, "max_steps=2", "save_steps=2", "eval_steps=0", launcher=False))
+    checkpoint = out / "checkpoints/step-2"
+    (checkpoint / "optimizer.bin").write_bytes(b"not a checkpoint")
+    result = run_demo(out, "max_steps=4", f"resume_from_checkpoint={checkpoint}", launcher=False)
+    assert result.returncode != 0
+    assert f"cannot resume from {checkpoint}" in result.stderr
+    assert (checkpoint / "model.safetensors").is_file() and (out / "final/model.safetensors").is_file()

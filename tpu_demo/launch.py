@@ -1,0 +1,69 @@
+"""Turns the one YAML config into an `accelerate launch` call, so there is no second config file.
+
+python -m tpu_demo.launch tpu_demo/configs/tiny.yaml [key=value ...] [--dry-run]
+"""
+
+import argparse
+import importlib.util
+import os
+import shlex
+import subprocess
+import sys
+
+from tpu_demo.arguments import load_raw, parse_launch
+
+
+def detect_distributed_type(launch) -> str:
+    if importlib.util.find_spec("torch_xla") is not None and os.environ.get("USE_TORCH_XLA", "1") != "0":
+        return "XLA"
+    import torch
+
+    if torch.cuda.is_available() and (launch.num_processes > 1 or torch.cuda.device_count() > 1):
+        return "MULTI_GPU"
+    return "MULTI_CPU" if launch.num_processes > 1 else "NO"
+
+
+def accelerate_command(config, overrides=()):
+    """The `accelerate launch` command line and environment for `config`."""
+    launch = parse_launch(load_raw(config, overrides))
+    distributed_type = launch.distributed_type
+    if distributed_type == "auto":
+        distributed_type = detect_distributed_type(launch)
+    env = dict(os.environ)
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", str(launch.num_machines)]
+    cmd += ["--mixed_precision", launch.mixed_precision, "--dynamo_backend", "no"]
+    num_processes = launch.num_processes
+    if distributed_type in ("MULTI_CPU", "MULTI_GPU"):
+        cmd += ["--multi_gpu"]
+        if distributed_type == "MULTI_CPU":
+            env["ACCELERATE_USE_CPU"] = "true"  # `--cpu` would force a single process
+    elif distributed_type == "XLA":
+        if env.get("PJRT_DEVICE", "TPU") == "CPU":
+            num_processes = 1  # XLA:CPU has no collectives: one replica
+            env.setdefault("LOCAL_RANK", "0")  # else accelerate sees local_process_index -1 on a non-TPU XLA device
+        else:
+            cmd += ["--tpu"]
+    else:
+        num_processes = 1
+    cmd += ["--num_processes", str(num_processes)]
+    if launch.main_process_port is not None:
+        cmd += ["--main_process_port", str(launch.main_process_port)]
+    cmd += ["-m", "tpu_demo.train", str(config), *overrides]
+    return cmd, env
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="tpu_demo.launch", description=__doc__.splitlines()[0])
+    parser.add_argument("config")
+    parser.add_argument("overrides", nargs="*", help="key=value settings that replace the file's")
+    parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    args = parser.parse_args(argv)
+    cmd, env = accelerate_command(args.config, args.overrides)
+    print("+ " + shlex.join(cmd), flush=True)
+    if args.dry_run:
+        return 0
+    return subprocess.run(cmd, env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
