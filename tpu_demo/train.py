@@ -114,6 +114,16 @@ def evaluate(accelerator, model, loader):
     return {"eval_loss": losses.mean().item(), "eval_samples": losses.numel(), "eval_indices": indices.tolist()}
 
 
+def xla_compilations(accelerator):
+    """Graphs XLA has compiled so far (a host-side counter, no device sync); None off XLA."""
+    if accelerator.distributed_type != DistributedType.XLA:
+        return None
+    import torch_xla.debug.metrics as xla_metrics
+
+    data = xla_metrics.metric_data("CompileTime")
+    return data[0] if data else 0
+
+
 def checkpoint_dir(output_dir, step) -> Path:
     return Path(output_dir) / "checkpoints" / f"step-{step}"
 
@@ -232,9 +242,10 @@ def train(config, overrides=()) -> dict:
                 # the only host sync in the loop, at log intervals
                 loss_value = accelerator.reduce(running_loss, "mean").item() / window
                 history.append(loss_value)
-                log_metrics(
-                    accelerator, output_dir, {"loss": loss_value, "lr": scheduler.get_last_lr()[0]}, progress.step
-                )
+                logged = {"loss": loss_value, "lr": scheduler.get_last_lr()[0]}
+                if accelerator.distributed_type == DistributedType.XLA:
+                    logged["compilations"] = xla_compilations(accelerator)
+                log_metrics(accelerator, output_dir, logged, progress.step)
                 bar.set_postfix(loss=f"{loss_value:.3f}")
                 running_loss, window = torch.zeros((), device=accelerator.device), 0
             if args.eval_steps and progress.step % int(args.eval_steps) == 0:
