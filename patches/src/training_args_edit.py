@@ -79,6 +79,31 @@ HELPERS = '''    def _resolve_accelerator_state_policy(self) -> str:
             )
         return conflicts
 
+    def _keep_accelerator_state(self) -> bool:
+        """
+        Whether `_setup_devices` keeps the accelerator state that already exists, per `accelerator_state_policy`.
+        """
+        if not PartialState._shared_state:
+            return False
+        conflicts = self._accelerator_state_conflicts()
+        if conflicts and self.accelerator_state_policy == "preserve":
+            raise ValueError(
+                "`accelerator_state_policy='preserve'` keeps the accelerator state that already exists, but it "
+                f"contradicts these arguments: {'; '.join(conflicts)}. Create the `Accelerator` with matching "
+                "settings, change the arguments, or use `accelerator_state_policy='reset'` to discard the state."
+            )
+        if conflicts or self.accelerator_state_policy == "reset":
+            reason = "; ".join(conflicts) if conflicts else "`accelerator_state_policy='reset'`"
+            logger.warning(
+                f"Resetting the existing accelerator state ({reason}): an `Accelerator` created before these "
+                "`TrainingArguments` can no longer be used. Create it with matching settings or after them."
+            )
+            return False
+        logger.info(
+            f"Keeping the existing accelerator state (accelerator_state_policy={self.accelerator_state_policy!r})."
+        )
+        return True
+
 '''
 
 RESOLVE = '''        self.accelerator_state_policy = self._resolve_accelerator_state_policy()
@@ -93,29 +118,12 @@ POP_NEW = '''getattr(
 
 ELSE_OLD = '''        else:
             AcceleratorState._reset_state(reset_partial_state=True)
-            self.distributed_state = None
 '''
-ELSE_NEW = '''        else:
-            conflicts = self._accelerator_state_conflicts() if PartialState._shared_state else []
-            if conflicts and self.accelerator_state_policy == "preserve":
-                raise ValueError(
-                    "`accelerator_state_policy='preserve'` keeps the accelerator state that already exists, but it "
-                    f"contradicts these arguments: {'; '.join(conflicts)}. Create the `Accelerator` with matching "
-                    "settings, change the arguments, or use `accelerator_state_policy='reset'` to discard the state."
-                )
-            if PartialState._shared_state and not conflicts and self.accelerator_state_policy != "reset":
-                logger.info(f"Keeping the existing accelerator state ({self.accelerator_state_policy=}).")
-                accelerator_state_kwargs["use_configured_state"] = True
-                self.distributed_state = PartialState()
-            else:
-                if PartialState._shared_state:
-                    reason = "; ".join(conflicts) if conflicts else "`accelerator_state_policy='reset'`"
-                    logger.warning(
-                        f"Resetting the existing accelerator state ({reason}): an `Accelerator` created before these "
-                        "`TrainingArguments` can no longer be used. Create it with matching settings or after them."
-                    )
-                AcceleratorState._reset_state(reset_partial_state=True)
-                self.distributed_state = None
+ELSE_NEW = '''        elif self._keep_accelerator_state():
+            accelerator_state_kwargs["use_configured_state"] = True
+            self.distributed_state = PartialState()
+        else:
+            AcceleratorState._reset_state(reset_partial_state=True)
 '''
 
 

@@ -1,0 +1,56 @@
+"""Checks that a series is minimal: each patch touches only its own file, and the fix removes only the lines it must.
+
+    python -m harness.check_patch [VERSION]
+"""
+
+import argparse
+import subprocess
+import sys
+
+from harness.pins import newest, series
+
+# The only upstream lines the fix may remove: the `pop` that consumed `use_configured_state`, and the reset itself.
+REMOVABLE = {
+    'accelerator_state_kwargs["use_configured_state"] = self.accelerator_config.pop(',
+    '"use_configured_state", False',
+}
+FILES = [["src/transformers/training_args.py"], ["tests/trainer/test_training_args_accelerator_state.py"]]
+
+
+def removed_lines(patch_text: str) -> list[str]:
+    diff = patch_text[patch_text.index("\ndiff --git ") :]  # past the commit message
+    return [line[1:].strip() for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+
+
+def check(version: str) -> list[str]:
+    problems = []
+    patches = series(version)
+    if len(patches) != len(FILES):
+        return [f"patches/{version}: expected {len(FILES)} patches, found {len(patches)}"]
+    for patch, expected in zip(patches, FILES):
+        text = patch.read_text()
+        touched = [line.split(" b/", 1)[1] for line in text.splitlines() if line.startswith("diff --git ")]
+        if touched != expected:
+            problems.append(f"{patch.name}: touches {touched}, expected {expected}")
+    unexpected = [line for line in removed_lines(patches[0].read_text()) if line not in REMOVABLE]
+    if unexpected:
+        problems.append(f"{patches[0].name}: removes lines it need not: {unexpected}")
+    if removed_lines(patches[1].read_text()):
+        problems.append(f"{patches[1].name}: removes lines; it should only add the test file")
+    return problems
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.check_patch", description=__doc__.splitlines()[0])
+    parser.add_argument("version", nargs="?", default=newest())
+    version = parser.parse_args(argv).version
+    stat = subprocess.run(["git", "apply", "--stat", *map(str, series(version))], capture_output=True, text=True)
+    print(f"patches/{version} diffstat:\n{stat.stdout.rstrip()}")
+    problems = check(version)
+    for problem in problems:
+        print(f"NOT MINIMAL: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
