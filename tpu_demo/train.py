@@ -90,6 +90,19 @@ def init_optimizer_state(optimizer) -> None:
                 optimizer.state[p]["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
 
 
+def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm):
+    """One micro-batch; accelerate decides when gradients sync and the optimizer really steps."""
+    with accelerator.accumulate(model):
+        loss = model(**{k: batch[k] for k in MODEL_INPUTS}).loss
+        accelerator.backward(loss)
+        if accelerator.sync_gradients:
+            accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+    return loss
+
+
 def per_sample_loss(logits, labels, batch_size):
     """Mean token loss per sample, with masks instead of boolean indexing (fixed shapes on XLA)."""
     valid = labels != -100
@@ -223,14 +236,7 @@ def train(config, overrides=()) -> dict:
         if progress.batches_in_epoch and not use_stateful_dataloader(raw):
             loader = accelerator.skip_first_batches(train_loader, progress.batches_in_epoch)
         for batch in loader:
-            with accelerator.accumulate(model):
-                loss = model(**{k: batch[k] for k in MODEL_INPUTS}).loss
-                accelerator.backward(loss)
-                if accelerator.sync_gradients:
-                    accelerator.clip_grad_norm_(model.parameters(), args.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad()
+            loss = train_step(accelerator, model, batch, optimizer, scheduler, args.max_grad_norm)
             progress.batches_in_epoch += 1
             running_loss, window = running_loss + loss.detach(), window + 1
             seen.append(batch["index"])

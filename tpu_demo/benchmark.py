@@ -1,0 +1,123 @@
+"""Speed and memory of the fine-tune step: Accelerate (the demo's `train_step`) vs a plain PyTorch loop.
+
+    python -m tpu_demo.benchmark [--steps 150] [--warmup 30]
+
+Each loop runs in its own process (so peak memory is its own) over the same tiny Dia and the same batches.
+Prints steady-state step time, samples/s, peak RSS and, on XLA, compilations after warm-up.
+"""
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+
+def batches(data_dir, batch_size, count, seed=0):
+    from tpu_demo.data import CodesDataset, DiaCollator, write_synthetic
+    from tpu_demo.model import DELAY_PATTERN
+
+    dataset = CodesDataset(write_synthetic(data_dir, 64, seed=seed))
+    collate = DiaCollator(DELAY_PATTERN, 48, 24, text_dropout=0.0, seed=seed)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, collate_fn=collate, drop_last=True)
+    out = []
+    while len(out) < count:
+        out.extend(loader)
+    return out[:count]
+
+
+def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+    from transformers import DiaForConditionalGeneration, get_scheduler
+
+    from tpu_demo.model import tiny_config
+    from tpu_demo.train import MODEL_INPUTS, init_optimizer_state, train_step, xla_compilations
+
+    set_seed(0)
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = batches(tmp, batch_size, warmup + steps)
+    model = DiaForConditionalGeneration(tiny_config())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    scheduler = get_scheduler("constant", optimizer)
+    accelerator = None
+    if mode == "accelerate":
+        accelerator = Accelerator()
+        model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+        init_optimizer_state(optimizer.optimizer)
+        data = [{k: v.to(accelerator.device) for k, v in b.items()} for b in data]
+    times, compiled_at_warmup = [], None
+    for i, batch in enumerate(data):
+        start = time.perf_counter()
+        if accelerator is not None:
+            loss = train_step(accelerator, model, batch, optimizer, scheduler, 1.0)
+            if accelerator.distributed_type == "XLA":
+                import torch_xla.core.xla_model as xm
+
+                xm.mark_step()
+                xm.wait_device_ops()
+        else:
+            loss = model(**{k: batch[k] for k in MODEL_INPUTS}).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+        times.append(time.perf_counter() - start)
+        if i == warmup - 1 and accelerator is not None:
+            compiled_at_warmup = xla_compilations(accelerator)
+    steady = times[warmup:]
+    result = {
+        "mode": mode,
+        "device": str(accelerator.device) if accelerator else "cpu",
+        "step_ms_median": 1000 * statistics.median(steady),
+        "samples_per_s": batch_size / statistics.median(steady),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "final_loss": float(loss.detach().cpu()),
+    }
+    if accelerator is not None and compiled_at_warmup is not None:
+        result["compilations_after_warmup"] = xla_compilations(accelerator) - compiled_at_warmup
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="tpu_demo.benchmark", description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each loop; medians reported")
+    parser.add_argument("--mode", choices=["plain", "accelerate"], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.mode:
+        print(json.dumps(run_loop(args.mode, args.steps, args.warmup, args.batch_size)))
+        return 0
+    runs = {"plain": [], "accelerate": []}
+    for _ in range(args.rounds):
+        for mode in runs:
+            cmd = [sys.executable, "-m", "tpu_demo.benchmark", "--mode", mode, "--steps", str(args.steps)]
+            cmd += ["--warmup", str(args.warmup), "--batch-size", str(args.batch_size)]
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            runs[mode].append(json.loads(out.strip().splitlines()[-1]))
+    summary = {}
+    for mode, results in runs.items():
+        numbers = [key for key, value in results[0].items() if isinstance(value, float | int)]
+        summary[mode] = {key: statistics.median(result[key] for result in results) for key in numbers}
+        summary[mode]["device"] = results[0]["device"]
+    overhead = summary["accelerate"]["step_ms_median"] / summary["plain"]["step_ms_median"] - 1
+    print(f"{'loop':<12}{'device':<10}{'step ms':>10}{'samples/s':>12}{'peak RSS MB':>14}")
+    for mode, s in summary.items():
+        print(f"{mode:<12}{s['device']:<10}{s['step_ms_median']:>10.2f}{s['samples_per_s']:>12.1f}{s['peak_rss_mb']:>14.0f}")
+    print(f"Accelerate step time vs plain loop: {overhead:+.1%} (target: within +5% on eager CPU)")
+    if "compilations_after_warmup" in summary["accelerate"]:
+        print(f"XLA compilations after warm-up: {summary['accelerate']['compilations_after_warmup']} (target 0)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
