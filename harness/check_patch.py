@@ -1,6 +1,6 @@
 """Checks that a series is minimal: each patch touches only its own file, and the fix removes only the lines it must.
 
-    python -m harness.check_patch [VERSION]
+python -m harness.check_patch [VERSION]
 """
 
 import argparse

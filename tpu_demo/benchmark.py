@@ -112,7 +112,9 @@ def main(argv=None) -> int:
     overhead = summary["accelerate"]["step_ms_median"] / summary["plain"]["step_ms_median"] - 1
     print(f"{'loop':<12}{'device':<10}{'step ms':>10}{'samples/s':>12}{'peak RSS MB':>14}")
     for mode, s in summary.items():
-        print(f"{mode:<12}{s['device']:<10}{s['step_ms_median']:>10.2f}{s['samples_per_s']:>12.1f}{s['peak_rss_mb']:>14.0f}")
+        print(
+            f"{mode:<12}{s['device']:<10}{s['step_ms_median']:>10.2f}{s['samples_per_s']:>12.1f}{s['peak_rss_mb']:>14.0f}"
+        )
     print(f"Accelerate step time vs plain loop: {overhead:+.1%} (target: within +5% on eager CPU)")
     if "compilations_after_warmup" in summary["accelerate"]:
         print(f"XLA compilations after warm-up: {summary['accelerate']['compilations_after_warmup']} (target 0)")
