@@ -37,8 +37,23 @@ class Progress:
         self.step, self.epoch, self.batches_in_epoch = state["step"], state["epoch"], state["batches_in_epoch"]
 
 
+def on_xla() -> bool:
+    return importlib.util.find_spec("torch_xla") is not None and os.environ.get("USE_TORCH_XLA", "1") != "0"
+
+
 def use_stateful_dataloader(raw) -> bool:
-    return bool(raw.get("stateful_dataloader", True)) and importlib.util.find_spec("torchdata") is not None
+    # On XLA the prepared loader is wrapped in an MpDeviceLoader, whose position accelerate does not checkpoint.
+    stateful = bool(raw.get("stateful_dataloader", True)) and not on_xla()
+    return stateful and importlib.util.find_spec("torchdata") is not None
+
+
+def expose_xla_loader_dataset() -> None:
+    """accelerate 1.15's `save_state`/`load_state` read `.dataset` from every prepared loader; its XLA wrapper
+    (`MpDeviceLoaderWrapper`) has none. Forward it to the wrapped loader."""
+    from accelerate.data_loader import MpDeviceLoaderWrapper
+
+    if not hasattr(MpDeviceLoaderWrapper, "dataset"):
+        MpDeviceLoaderWrapper.dataset = property(lambda self: self._loader.dataset)
 
 
 def make_accelerator(raw) -> Accelerator:
@@ -217,6 +232,8 @@ def train(config, overrides=()) -> dict:
         model, optimizer, train_loader, eval_loader, scheduler
     )
     init_optimizer_state(optimizer.optimizer)
+    if accelerator.distributed_type == DistributedType.XLA:
+        expose_xla_loader_dataset()
     progress = Progress()
     accelerator.register_for_checkpointing(progress)
     if args.resume_from_checkpoint:
@@ -277,7 +294,8 @@ def train(config, overrides=()) -> dict:
             output_dir / "final",
             is_main_process=accelerator.is_main_process,
             save_function=accelerator.save,
-            state_dict=accelerator.get_state_dict(model),
+            # safetensors reads storage pointers, which XLA tensors do not have: hand it host copies
+            state_dict={k: v.cpu() for k, v in accelerator.get_state_dict(model).items()},
         )
     seen_indices = torch.cat(seen).tolist() if seen else []
     (output_dir / f"seen_rank{accelerator.process_index}.json").write_text(json.dumps(seen_indices))
