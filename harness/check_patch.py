@@ -27,7 +27,7 @@ def check(version: str) -> list[str]:
     patches = series(version)
     if len(patches) != len(FILES):
         return [f"patches/{version}: expected {len(FILES)} patches, found {len(patches)}"]
-    for patch, expected in zip(patches, FILES):
+    for patch, expected in zip(patches, FILES, strict=True):
         text = patch.read_text()
         touched = [line.split(" b/", 1)[1] for line in text.splitlines() if line.startswith("diff --git ")]
         if touched != expected:

@@ -1,7 +1,8 @@
 """Pinned transformers releases and where their patch series live."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = ROOT / "patches"

@@ -13,7 +13,7 @@ class EditError(RuntimeError):
     pass
 
 
-DOCSTRING_ENTRY = '''
+DOCSTRING_ENTRY = """
 
         accelerator_state_policy (`str`, *optional*, defaults to `"auto"`):
             What to do with an accelerator state (`PartialState`/`AcceleratorState`) that already exists when the
@@ -26,9 +26,9 @@ DOCSTRING_ENTRY = '''
                   live state is discarded.
 
             When unset, the `TRANSFORMERS_ACCELERATOR_STATE_POLICY` environment variable is used, then `"auto"`.
-            Ignored when `accelerator_config` sets `use_configured_state=True`.'''
+            Ignored when `accelerator_config` sets `use_configured_state=True`."""
 
-FIELD = '''    accelerator_state_policy: {annotation} = field(
+FIELD = """    accelerator_state_policy: {annotation} = field(
         default=None,
         metadata={{
             "help": (
@@ -40,7 +40,7 @@ FIELD = '''    accelerator_state_policy: {annotation} = field(
             "choices": ["auto", "preserve", "reset"],
         }},
     )
-'''
+"""
 
 HELPERS = '''    def _resolve_accelerator_state_policy(self) -> str:
         policy = self.accelerator_state_policy
@@ -106,25 +106,25 @@ HELPERS = '''    def _resolve_accelerator_state_policy(self) -> str:
 
 '''
 
-RESOLVE = '''        self.accelerator_state_policy = self._resolve_accelerator_state_policy()
-'''
+RESOLVE = """        self.accelerator_state_policy = self._resolve_accelerator_state_policy()
+"""
 
-POP_OLD = '''self.accelerator_config.pop(
+POP_OLD = """self.accelerator_config.pop(
                 "use_configured_state", False
-            )'''
-POP_NEW = '''getattr(
+            )"""
+POP_NEW = """getattr(
                 self.accelerator_config, "use_configured_state", False
-            )'''
+            )"""
 
-ELSE_OLD = '''        else:
+ELSE_OLD = """        else:
             AcceleratorState._reset_state(reset_partial_state=True)
-'''
-ELSE_NEW = '''        elif self._keep_accelerator_state():
+"""
+ELSE_NEW = """        elif self._keep_accelerator_state():
             accelerator_state_kwargs["use_configured_state"] = True
             self.distributed_state = PartialState()
         else:
             AcceleratorState._reset_state(reset_partial_state=True)
-'''
+"""
 
 
 def _replace_once(text, pattern, replacement, what, version, keep_match=False):
@@ -149,10 +149,15 @@ def edit(text: str, version: str) -> str:
         text, r"^ +- `?use_configured_state`? \(`bool`.*?(?=\n\n)", DOCSTRING_ENTRY, "the docstring entry", version
     )
     text = _insert_after(
-        text, r"^    accelerator_config: [^\n]* = field\(\n.*?^    \)\n", FIELD.format(annotation=annotation),
-        "the field", version,
+        text,
+        r"^    accelerator_config: [^\n]* = field\(\n.*?^    \)\n",
+        FIELD.format(annotation=annotation),
+        "the field",
+        version,
     )
-    text = _insert_after(text, r"^ +return timedelta\(seconds=self\.ddp_timeout\)\n\n", HELPERS, "the helpers", version)
+    text = _insert_after(
+        text, r"^ +return timedelta\(seconds=self\.ddp_timeout\)\n\n", HELPERS, "the helpers", version
+    )
     text = _insert_after(
         text, r'^        logger\.info\("PyTorch: setting up devices"\)\n', RESOLVE, "the policy resolution", version
     )
