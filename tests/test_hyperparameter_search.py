@@ -20,9 +20,14 @@ class HyperparameterSearchTest(AccelerateStateTestCase):
         precisions = []
         for bf16, learning_rate in TRIALS:
             args = make_training_args(
-                self.id(), policy, use_cpu=True, bf16=bf16, learning_rate=learning_rate, max_steps=2,
+                self.id(),
+                policy,
+                use_cpu=True,
+                bf16=bf16,
+                learning_rate=learning_rate,
+                max_steps=2,
                 per_device_train_batch_size=4,
-            )  # fmt: skip
+            )
             trainer = Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())
             self.assertEqual(trainer.train().global_step, 2)
             precisions.append(trainer.accelerator.state.mixed_precision)
