@@ -321,7 +321,15 @@ def train(config, overrides=()) -> dict:
     }
     if accelerator.is_main_process:
         (output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-        accelerator.print(json.dumps(summary, indent=2))
+        accelerator.print(
+            f"{'interrupted' if interrupted else 'done'} after {progress.step}/{max_steps} steps on "
+            f"{summary['device']} ({summary['distributed_type']}, {summary['num_processes']} process(es)): "
+            f"train loss {summary['first_loss']:.3f} -> {summary['last_loss']:.3f}, eval loss "
+            f"{summary['eval_loss']:.3f} on {summary['eval_samples']} samples, "
+            f"{summary['train_samples_per_second']:.1f} samples/s\n"
+            f"model: {output_dir / 'final' if not interrupted else '(not final)'}; checkpoints: "
+            f"{output_dir / 'checkpoints'}; details: {output_dir / 'summary.json'}"
+        )
     accelerator.end_training()
     return summary
 
