@@ -120,6 +120,7 @@ ELSE_OLD = """        else:
             AcceleratorState._reset_state(reset_partial_state=True)
 """
 ELSE_NEW = """        elif self._keep_accelerator_state():
+            # From here on, the live state is used as if `use_configured_state=True` had been passed
             accelerator_state_kwargs["use_configured_state"] = True
             self.distributed_state = PartialState()
         else:
