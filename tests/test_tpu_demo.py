@@ -7,12 +7,12 @@ import torch
 from safetensors.torch import load_file
 
 from tests.demo_utils import assert_ok, losses_by_step, metrics, run_demo, summary
-from tests.testing_utils import PATCHED, require_dia
+from tests.testing_utils import PATCHED, bug_on_unpatched, require_dia
 
 pytestmark = require_dia
 
 
-@pytest.mark.skipif(not PATCHED, reason="trains only where the state survives; see test_unpatched_stops_clearly")
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
     from transformers import DiaForConditionalGeneration
 
@@ -35,7 +35,7 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
     assert per_sample_loss(logits, batch["labels"], len(eval_set)).mean().item() == pytest.approx(result["eval_loss"])
 
 
-@pytest.mark.skipif(not PATCHED, reason="trains only where the state survives; see test_unpatched_stops_clearly")
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 def test_two_processes_shard_gather_and_write_once(tmp_path):
     out = tmp_path / "run"
     # 83 training samples, 2 x 8 per step: 5 steps are one epoch, so each sample is seen once overall.
@@ -51,7 +51,7 @@ def test_two_processes_shard_gather_and_write_once(tmp_path):
     assert (out / "checkpoints/step-5/model.safetensors").is_file()
 
 
-@pytest.mark.skipif(not PATCHED, reason="trains only where the state survives; see test_unpatched_stops_clearly")
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 @pytest.mark.parametrize("stateful", [True, False], ids=["stateful_dataloader", "skip_first_batches"])
 def test_interrupted_run_resumes_exactly(tmp_path, stateful):
     common = ["max_steps=14", "logging_steps=1", "eval_steps=0", "save_steps=0", f"stateful_dataloader={stateful}"]
@@ -99,7 +99,7 @@ def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.skipif(not PATCHED, reason="trains only where the state survives; see test_unpatched_stops_clearly")
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 def test_corrupt_checkpoint_is_refused_and_kept(tmp_path):
     out = tmp_path / "run"
     assert_ok(run_demo(out, "max_steps=2", "save_steps=2", "eval_steps=0", launcher=False))
