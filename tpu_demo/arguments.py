@@ -98,6 +98,11 @@ def parse_all(raw: dict):
     """Every dataclass, refusing keys that none of them has."""
     known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(raw) - known)
+    if "accelerator_state_policy" in unknown:
+        raise ConfigError(
+            "accelerator_state_policy: this transformers has no such setting; it comes with the fix for "
+            "huggingface/transformers#40376 (install the patched transformers: `tox -e demo`)"
+        )
     if unknown:
         raise ConfigError(f"unknown config keys: {', '.join(unknown)}")
     return HfArgumentParser(ARGUMENT_CLASSES).parse_dict(raw)
