@@ -86,11 +86,16 @@ def test_unpatched_stops_clearly(tmp_path):
     "overrides, message",
     [
         (["bogus_key=1"], "unknown config keys: bogus_key"),
-        (["synthetic_samples=0", "data_dir=/nonexistent/codes"], "has no metadata.jsonl"),
-        (["resume_from_checkpoint=/nonexistent/ckpt"], "is not a checkpoint directory"),
         (["mixed_precision=fp12"], "fp12"),
+        # checked after the config is parsed: on the published release the program stops before, at the state
+        pytest.param(
+            ["synthetic_samples=0", "data_dir=/nonexistent/codes"], "has no metadata.jsonl", marks=bug_on_unpatched
+        ),
+        pytest.param(
+            ["resume_from_checkpoint=/nonexistent/ckpt"], "is not a checkpoint directory", marks=bug_on_unpatched
+        ),
     ],
-    ids=["unknown_key", "missing_data", "missing_checkpoint", "bad_choice"],
+    ids=["unknown_key", "bad_choice", "missing_data", "missing_checkpoint"],
 )
 def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):
     result = run_demo(tmp_path / "run", *overrides, launcher=False)
