@@ -20,7 +20,7 @@ class AcceleratorThenTrainerTest(AccelerateStateTestCase):
     @bug_on_unpatched
     def test_user_accelerator_still_usable(self, _, policy):
         accelerator = Accelerator(cpu=True)
-        args = make_training_args(self.id(), policy, use_cpu=True, max_steps=2, per_device_train_batch_size=4)
+        args = make_training_args(self.output_dir, policy, use_cpu=True, max_steps=2, per_device_train_batch_size=4)
         self.assertEqual(accelerator.distributed_type, DistributedType.NO)
 
         trainer = Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())

@@ -29,7 +29,7 @@ class ConflictTest(AccelerateStateTestCase):
     def test_preserve_raises_and_keeps_state(self, _, state_kwargs, args_kwargs, words):
         accelerator = Accelerator(**state_kwargs)
         with self.assertRaises(ValueError) as raised:
-            make_training_args(self.id(), "preserve", **args_kwargs)
+            make_training_args(self.output_dir, "preserve", **args_kwargs)
         for word in [*words, "accelerator_state_policy='reset'"]:
             self.assertIn(word, str(raised.exception))
         self.assertEqual(accelerator.state.mixed_precision, state_kwargs["mixed_precision"])
@@ -38,7 +38,7 @@ class ConflictTest(AccelerateStateTestCase):
     def test_auto_warns_and_resets(self, _, state_kwargs, args_kwargs, words):
         accelerator = Accelerator(**state_kwargs)
         with capture_training_args_logs() as warnings:
-            make_training_args(self.id(), "auto", **args_kwargs)
+            make_training_args(self.output_dir, "auto", **args_kwargs)
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
         if PATCHED:
             self.assertEqual(len(warnings), 1)
@@ -49,7 +49,7 @@ class ConflictTest(AccelerateStateTestCase):
     def test_reset_warns(self, _, state_kwargs, args_kwargs, words):
         accelerator = Accelerator(**state_kwargs)
         with capture_training_args_logs() as warnings:
-            make_training_args(self.id(), "reset", **args_kwargs)
+            make_training_args(self.output_dir, "reset", **args_kwargs)
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
         if PATCHED:
             self.assertIn("Resetting the existing accelerator state", warnings.text)

@@ -20,7 +20,7 @@ class FreshInitTest(AccelerateStateTestCase):
     def test_arguments_then_trainer(self, _, policy):
         with capture_training_args_logs() as warnings:
             args = make_training_args(
-                self.id(), policy, use_cpu=True, max_steps=3, per_device_train_batch_size=4, logging_steps=1
+                self.output_dir, policy, use_cpu=True, max_steps=3, per_device_train_batch_size=4, logging_steps=1
             )
         self.assertEqual(warnings, [])
         self.assertEqual(args.device.type, "cpu")

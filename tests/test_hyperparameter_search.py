@@ -20,7 +20,7 @@ class HyperparameterSearchTest(AccelerateStateTestCase):
         precisions = []
         for bf16, learning_rate in TRIALS:
             args = make_training_args(
-                self.id(),
+                self.output_dir,
                 policy,
                 use_cpu=True,
                 bf16=bf16,

@@ -59,7 +59,7 @@ class StatePreservationTest(AccelerateStateTestCase):
 
         with capture_training_args_logs() as warnings:
             try:
-                make_training_args(self.id(), policy, **ARGUMENTS[arguments]())
+                make_training_args(self.output_dir, policy, **ARGUMENTS[arguments]())
                 kept = state.__dict__.get("_canary") is canary
                 outcome = "preserved" if kept else "reset"
             except ValueError as error:

@@ -23,7 +23,7 @@ class XlaStateTest(AccelerateStateTestCase):
     def test_xla_state_survives_default_arguments(self):
         accelerator = Accelerator()
         self.assertEqual(accelerator.distributed_type, DistributedType.XLA)
-        args = make_training_args(self.id())
+        args = make_training_args(self.output_dir)
         self.assertEqual(accelerator.distributed_type, DistributedType.XLA)
         self.assertEqual(args.device, accelerator.device)
 
@@ -31,13 +31,13 @@ class XlaStateTest(AccelerateStateTestCase):
     def test_use_cpu_contradicts_xla_state(self):
         accelerator = Accelerator()
         with self.assertRaisesRegex(ValueError, "runs on `xla:0` but `use_cpu=True`"):
-            make_training_args(self.id(), "preserve", use_cpu=True)
+            make_training_args(self.output_dir, "preserve", use_cpu=True)
         self.assertEqual(accelerator.distributed_type, DistributedType.XLA)
 
     def test_use_cpu_resets_xla_state_with_warning_under_auto(self):
         accelerator = Accelerator()
         with capture_training_args_logs() as warnings:
-            make_training_args(self.id(), "auto", use_cpu=True)
+            make_training_args(self.output_dir, "auto", use_cpu=True)
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
         if PATCHED:
             self.assertIn("runs on `xla:0` but `use_cpu=True`", warnings.text)

@@ -3,9 +3,11 @@
 import json
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -33,6 +35,8 @@ class AccelerateStateTestCase(unittest.TestCase):
 
     def setUp(self):
         super().setUp()
+        self.output_dir = tempfile.mkdtemp(prefix="accelerate-state-test-")
+        self.addCleanup(shutil.rmtree, self.output_dir, ignore_errors=True)
         self._environ = dict(os.environ)
         for key in list(os.environ):
             if "ACCELERATE" in key and key != POLICY_ENV:
