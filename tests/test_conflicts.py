@@ -20,6 +20,8 @@ CONFLICTS = [
         {"use_cpu": True, "bf16": True},
         ["`no`", "`bf16`"],
     ),
+    # a kept state would silently ignore the FSDP plugin the Trainer builds from the arguments
+    ("args_fsdp", {"cpu": True}, {"use_cpu": True, "fsdp": "full_shard"}, ["`deepspeed` or `fsdp` is set"]),
 ]
 
 
@@ -32,7 +34,7 @@ class ConflictTest(AccelerateStateTestCase):
             make_training_args(self.output_dir, "preserve", **args_kwargs)
         for word in [*words, "accelerator_state_policy='reset'"]:
             self.assertIn(word, str(raised.exception))
-        self.assertEqual(accelerator.state.mixed_precision, state_kwargs["mixed_precision"])
+        self.assertEqual(accelerator.state.mixed_precision, state_kwargs.get("mixed_precision", "no"))
 
     @parameterized.expand(CONFLICTS)
     def test_auto_warns_and_resets(self, _, state_kwargs, args_kwargs, words):
@@ -41,7 +43,7 @@ class ConflictTest(AccelerateStateTestCase):
             make_training_args(self.output_dir, "auto", **args_kwargs)
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
         if PATCHED:
-            self.assertEqual(len(warnings), 1)
+            self.assertEqual(sum("Resetting the existing accelerator state" in w for w in warnings), 1)
             for word in ["Resetting the existing accelerator state", *words]:
                 self.assertIn(word, warnings.text)
 

@@ -90,6 +90,14 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         if policy == "auto":
             self.assertIn("mixed precision `bf16`", cl.out)
 
+    def test_fsdp_arguments_get_a_fresh_state(self):
+        # A kept state would silently ignore the FSDP plugin the `Trainer` builds from these arguments
+        accelerator = Accelerator(cpu=True)
+        with CaptureLogger(training_args_logger) as cl:
+            self.make_args(use_cpu=True, fsdp="full_shard")
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        self.assertIn("`deepspeed` or `fsdp` is set", cl.out)
+
     def test_conflict_with_preserve_raises(self):
         accelerator = Accelerator(mixed_precision="bf16", cpu=True)
         with self.assertRaisesRegex(ValueError, "mixed precision `bf16` but these arguments ask for `no`"):

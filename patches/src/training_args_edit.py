@@ -19,8 +19,8 @@ DOCSTRING_ENTRY = """
             What to do with an accelerator state (`PartialState`/`AcceleratorState`) that already exists when the
             devices are set up, for instance one created by an `Accelerator` instantiated before these arguments:
 
-                - `"auto"`: keep it if it is compatible with these arguments (device, DeepSpeed, mixed precision and
-                  distributed backend), otherwise reset it and log a warning naming the differences.
+                - `"auto"`: keep it if it is compatible with these arguments (device, mixed precision, distributed
+                  backend, no DeepSpeed or FSDP), otherwise reset it and log a warning naming the differences.
                 - `"preserve"`: keep it, and raise a `ValueError` if it contradicts these arguments.
                 - `"reset"`: always reset it (the behavior before this option existed), logging a warning when a
                   live state is discarded.
@@ -61,12 +61,13 @@ HELPERS = '''    def _resolve_accelerator_state_policy(self) -> str:
         conflicts = []
         if (self.use_cpu or strtobool(os.environ.get("ACCELERATE_USE_CPU", "False"))) and state.device.type != "cpu":
             conflicts.append(f"the existing state runs on `{state.device}` but `use_cpu=True`")
-        deepspeed_state = state.distributed_type == DistributedType.DEEPSPEED
-        if bool(self.deepspeed) != deepspeed_state:
-            conflicts.append(
-                f"the existing state is `{state.distributed_type}` but `deepspeed` is "
-                f"{'set' if self.deepspeed else 'not set'}"
-            )
+        # `AcceleratorState` may refine the type (FSDP) in its own copy of the state
+        distributed_type = AcceleratorState._shared_state.get("distributed_type", state.distributed_type)
+        if self.deepspeed or self.fsdp:
+            # their plugins only take effect in a state built for them
+            conflicts.append("`deepspeed` or `fsdp` is set and needs a state built from these arguments")
+        elif distributed_type in (DistributedType.DEEPSPEED, DistributedType.FSDP):
+            conflicts.append(f"the existing state is `{distributed_type}` but neither `deepspeed` nor `fsdp` is set")
         if self.ddp_backend is not None and state.backend is not None and state.backend != self.ddp_backend:
             conflicts.append(f"the existing state uses backend `{state.backend}` but `ddp_backend={self.ddp_backend}`")
         state_mixed_precision = AcceleratorState._shared_state.get("_mixed_precision")
