@@ -56,4 +56,5 @@ class ConflictTest(AccelerateStateTestCase):
         if PATCHED:
             self.assertIn("Resetting the existing accelerator state", warnings.text)
         else:
-            self.assertEqual(warnings, [])  # the bug: the release discards it silently
+            # the bug: the release discards the state without a word about it
+            self.assertFalse([w for w in warnings if "state" in w.lower()])
