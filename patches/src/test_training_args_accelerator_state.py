@@ -67,7 +67,9 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
     @parameterized.expand([("accelerator", Accelerator), ("partial_state", PartialState)])
     def test_default_keeps_existing_state(self, _, make_state):
         state = make_state().state if make_state is Accelerator else make_state()
+        state.__dict__["_kept"] = True  # lives in the shared borg dict, so a reset clears it
         self.make_args()
+        self.assertTrue(state.__dict__.get("_kept"))
         self.assertEqual(state.distributed_type, DistributedType.NO)
         self.assertIsNotNone(state.device)
 
