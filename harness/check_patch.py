@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from harness.pins import newest, series
+from harness.tree import touched_files
 
 # The only upstream lines the fix may remove: the `pop` that consumed `use_configured_state`, and the reset itself.
 REMOVABLE = {
@@ -28,8 +29,7 @@ def check(version: str) -> list[str]:
     if len(patches) != len(FILES):
         return [f"patches/{version}: expected {len(FILES)} patches, found {len(patches)}"]
     for patch, expected in zip(patches, FILES, strict=True):
-        text = patch.read_text()
-        touched = [line.split(" b/", 1)[1] for line in text.splitlines() if line.startswith("diff --git ")]
+        touched = touched_files(patch)
         if touched != expected:
             problems.append(f"{patch.name}: touches {touched}, expected {expected}")
     unexpected = [line for line in removed_lines(patches[0].read_text()) if line not in REMOVABLE]
