@@ -13,8 +13,13 @@ import sys
 from tpu_demo.arguments import load_raw, parse_launch
 
 
+def on_xla() -> bool:
+    """torch_xla is importable and not switched off: accelerate will pick an XLA device."""
+    return importlib.util.find_spec("torch_xla") is not None and os.environ.get("USE_TORCH_XLA", "1") != "0"
+
+
 def detect_distributed_type(launch) -> str:
-    if importlib.util.find_spec("torch_xla") is not None and os.environ.get("USE_TORCH_XLA", "1") != "0":
+    if on_xla():
         return "XLA"
     import torch
 

@@ -19,6 +19,7 @@ from transformers import get_scheduler
 
 from tpu_demo.arguments import ConfigError, load_raw, parse_all, parse_launch
 from tpu_demo.data import CodesDataset, DiaCollator, write_synthetic
+from tpu_demo.launch import on_xla
 from tpu_demo.model import build_model
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "labels")
@@ -35,10 +36,6 @@ class Progress:
 
     def load_state_dict(self, state):
         self.step, self.epoch, self.batches_in_epoch = state["step"], state["epoch"], state["batches_in_epoch"]
-
-
-def on_xla() -> bool:
-    return importlib.util.find_spec("torch_xla") is not None and os.environ.get("USE_TORCH_XLA", "1") != "0"
 
 
 def use_stateful_dataloader(raw) -> bool:
@@ -250,7 +247,7 @@ def train(config, overrides=()) -> dict:
         collator.epoch = progress.epoch
         train_loader.set_epoch(progress.epoch)
         loader = train_loader
-        if progress.batches_in_epoch and not use_stateful_dataloader(raw):
+        if progress.batches_in_epoch and not accelerator.dataloader_config.use_stateful_dataloader:
             loader = accelerator.skip_first_batches(train_loader, progress.batches_in_epoch)
         for batch in loader:
             loss = train_step(accelerator, model, batch, optimizer, scheduler, args.max_grad_norm)
