@@ -26,6 +26,14 @@ CONFLICTS = [
 
 
 class ConflictTest(AccelerateStateTestCase):
+    def assert_state_discarded(self, policy, state_kwargs, args_kwargs):
+        """An Accelerator, then arguments under `policy`: the state must be gone. Returns what was logged."""
+        accelerator = Accelerator(**state_kwargs)
+        with capture_training_args_logs() as warnings:
+            make_training_args(self.output_dir, policy, **args_kwargs)
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        return warnings
+
     @parameterized.expand(CONFLICTS)
     @bug_on_unpatched
     def test_preserve_raises_and_keeps_state(self, _, state_kwargs, args_kwargs, words):
@@ -38,10 +46,7 @@ class ConflictTest(AccelerateStateTestCase):
 
     @parameterized.expand(CONFLICTS)
     def test_auto_warns_and_resets(self, _, state_kwargs, args_kwargs, words):
-        accelerator = Accelerator(**state_kwargs)
-        with capture_training_args_logs() as warnings:
-            make_training_args(self.output_dir, "auto", **args_kwargs)
-        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        warnings = self.assert_state_discarded("auto", state_kwargs, args_kwargs)
         if PATCHED:
             self.assertEqual(sum("Resetting the existing accelerator state" in w for w in warnings), 1)
             for word in ["Resetting the existing accelerator state", *words]:
@@ -49,10 +54,7 @@ class ConflictTest(AccelerateStateTestCase):
 
     @parameterized.expand(CONFLICTS)
     def test_reset_warns(self, _, state_kwargs, args_kwargs, words):
-        accelerator = Accelerator(**state_kwargs)
-        with capture_training_args_logs() as warnings:
-            make_training_args(self.output_dir, "reset", **args_kwargs)
-        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        warnings = self.assert_state_discarded("reset", state_kwargs, args_kwargs)
         if PATCHED:
             self.assertIn("Resetting the existing accelerator state", warnings.text)
         else:
