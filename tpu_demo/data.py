@@ -44,7 +44,7 @@ def write_synthetic(data_dir, num_samples: int, num_channels: int = 9, seed: int
 
 
 class CodesDataset(torch.utils.data.Dataset):
-    def __init__(self, data_dir, indices=None):
+    def __init__(self, data_dir):
         self.data_dir = Path(data_dir)
         metadata = self.data_dir / "metadata.jsonl"
         if not metadata.is_file():
@@ -55,17 +55,16 @@ class CodesDataset(torch.utils.data.Dataset):
             raise DataError(
                 f"{self.data_dir}: {len(missing)} code files listed in metadata.jsonl are missing, e.g. {missing[0]}"
             )
-        self.indices = list(range(len(self.items))) if indices is None else list(indices)
 
     def __len__(self):
-        return len(self.indices)
+        return len(self.items)
 
     def __getitem__(self, i):
-        item = self.items[self.indices[i]]
+        item = self.items[i]
         codes = torch.load(self.data_dir / item["file"], weights_only=True)
         if codes.dim() != 2:
             raise DataError(f"{item['file']}: codes must be (frames, channels), got {tuple(codes.shape)}")
-        return {"index": self.indices[i], "text": item["text"], "codes": codes.long()}
+        return {"index": i, "text": item["text"], "codes": codes.long()}
 
 
 class DiaCollator:

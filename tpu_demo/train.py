@@ -188,8 +188,8 @@ def train(config, overrides=()) -> dict:
 
     dataset = CodesDataset(ensure_data(accelerator, data_args, args.seed))
     n_eval = min(data_args.eval_samples, len(dataset) - 1)
-    train_set = CodesDataset(dataset.data_dir, range(len(dataset) - n_eval))
-    eval_set = CodesDataset(dataset.data_dir, range(len(dataset) - n_eval, len(dataset)))
+    train_set = torch.utils.data.Subset(dataset, range(len(dataset) - n_eval))
+    eval_set = torch.utils.data.Subset(dataset, range(len(dataset) - n_eval, len(dataset)))
     model = build_model(model_args)
     shapes = (model.config.delay_pattern, data_args.max_text_tokens, data_args.max_audio_frames)
     collator = DiaCollator(*shapes, text_dropout=data_args.text_dropout, seed=args.seed)
