@@ -114,3 +114,12 @@ def test_corrupt_checkpoint_is_refused_and_kept(tmp_path):
     assert result.returncode != 0
     assert f"cannot resume from {checkpoint}" in result.stderr
     assert (checkpoint / "model.safetensors").is_file() and (out / "final/model.safetensors").is_file()
+
+
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+def test_interrupted_before_the_first_log_still_ends_cleanly(tmp_path):
+    out = tmp_path / "run"
+    assert_ok(run_demo(out, "max_steps=10", "logging_steps=5", "stop_after_steps=2", "eval_steps=0", launcher=False))
+    result = summary(out)
+    assert result["interrupted"] and result["first_loss"] is None
+    assert (out / "checkpoints/step-2").is_dir()

@@ -171,6 +171,10 @@ def load_checkpoint(accelerator, path) -> None:
         raise ConfigError(f"cannot resume from {path}: {type(error).__name__}: {error}") from error
 
 
+def fmt(loss) -> str:
+    return "n/a (no logging step reached)" if loss is None else f"{loss:.3f}"
+
+
 def log_metrics(accelerator, output_dir, metrics, step) -> None:
     accelerator.log({k: v for k, v in metrics.items() if isinstance(v, float)}, step=step)
     if accelerator.is_main_process:
@@ -321,7 +325,7 @@ def train(config, overrides=()) -> dict:
         accelerator.print(
             f"{'interrupted' if interrupted else 'done'} after {progress.step}/{max_steps} steps on "
             f"{summary['device']} ({summary['distributed_type']}, {summary['num_processes']} process(es)): "
-            f"train loss {summary['first_loss']:.3f} -> {summary['last_loss']:.3f}, eval loss "
+            f"train loss {fmt(summary['first_loss'])} -> {fmt(summary['last_loss'])}, eval loss "
             f"{summary['eval_loss']:.3f} on {summary['eval_samples']} samples, "
             f"{summary['train_samples_per_second']:.1f} samples/s\n"
             f"model: {output_dir / 'final' if not interrupted else '(not final)'}; checkpoints: "
