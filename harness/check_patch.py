@@ -1,4 +1,4 @@
-"""Checks that a series is minimal: each patch touches only its own file, and the fix removes only the lines it must.
+"""Checks that a series is minimal: each patch touches only its own file, and the fix removes no upstream line.
 
 python -m harness.check_patch [VERSION]
 """
@@ -10,11 +10,8 @@ import sys
 from harness.pins import newest, series
 from harness.tree import touched_files
 
-# The only upstream lines the fix may remove: the `pop` that consumed `use_configured_state`, and the reset itself.
-REMOVABLE = {
-    'accelerator_state_kwargs["use_configured_state"] = self.accelerator_config.pop(',
-    '"use_configured_state", False',
-}
+# The fix only adds lines: the reset stays, as the `else:` branch after the new `elif`.
+REMOVABLE: set[str] = set()
 FILES = [["src/transformers/training_args.py"], ["tests/trainer/test_training_args_accelerator_state.py"]]
 
 

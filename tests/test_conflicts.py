@@ -1,14 +1,22 @@
 """A state that contradicts the arguments: error, warning and reset, or warning, depending on the switch."""
 
-from accelerate import Accelerator
+import unittest
+from unittest.mock import PropertyMock, patch
+
+import torch
+from accelerate import Accelerator, PartialState
+from accelerate.utils import DynamoBackend, TorchDynamoPlugin, is_compiled_module
 from parameterized import parameterized
+from transformers import Trainer, TrainingArguments
 
 from tests.testing_utils import (
     PATCHED,
     AccelerateStateTestCase,
+    TinyRegression,
     bug_on_unpatched,
     capture_training_args_logs,
     make_training_args,
+    regression_dataset,
 )
 
 # (name, Accelerator kwargs, TrainingArguments kwargs, words the message must name)
@@ -60,3 +68,79 @@ class ConflictTest(AccelerateStateTestCase):
         else:
             # the bug: the release discards the state without a word about it
             self.assertFalse([w for w in warnings if "state" in w.lower()])
+
+
+class CompileAndDeviceConflictTest(AccelerateStateTestCase):
+    """Settings a kept state would silently override: `torch.compile`, the device, the parallelism config."""
+
+    def assert_reset_with_warning(self, accelerator, warnings, *words):
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        if PATCHED:
+            for word in ["Resetting the existing accelerator state", *words]:
+                self.assertIn(word, warnings.text)
+
+    @parameterized.expand(
+        [
+            ("state_compiles", {"dynamo_backend": "eager"}, {}, "backend `eager`", "ask for `no`"),
+            ("args_compile", {}, {"torch_compile_backend": "eager"}, "backend `no`", "ask for `eager`"),
+            (
+                "other_mode",
+                {"dynamo_plugin": TorchDynamoPlugin(backend="eager", mode="reduce-overhead")},
+                {"torch_compile_backend": "eager"},
+                "mode `reduce-overhead`",
+                "(mode `default`)",
+            ),
+        ]
+    )
+    def test_torch_compile_settings(self, _, state_kwargs, args_kwargs, *words):
+        accelerator = Accelerator(cpu=True, **state_kwargs)
+        with capture_training_args_logs() as warnings:
+            args = make_training_args(self.output_dir, None, use_cpu=True, max_steps=1, **args_kwargs)
+        self.assert_reset_with_warning(accelerator, warnings, *words)
+        trainer = Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())
+        expected = DynamoBackend(args_kwargs.get("torch_compile_backend", "no").upper())
+        self.assertEqual(trainer.accelerator.state.dynamo_plugin.backend, expected)
+
+    def test_second_trainer_asking_for_torch_compile_is_compiled(self):
+        first = make_training_args(self.output_dir, None, use_cpu=True, max_steps=1)
+        Trainer(model=TinyRegression(), args=first, train_dataset=regression_dataset()).train()
+        second = make_training_args(self.output_dir, None, use_cpu=True, max_steps=1, torch_compile_backend="eager")
+        trainer = Trainer(model=TinyRegression(), args=second, train_dataset=regression_dataset())
+        trainer.train()
+        self.assertTrue(is_compiled_module(trainer.model_wrapped))
+
+    @parameterized.expand([("auto",), ("reset",)])
+    def test_cpu_state_where_an_accelerator_is_available(self, policy):
+        # `Accelerator(cpu=True)` on a GPU machine, then arguments that do not ask for the CPU: a kept state would run
+        # on the CPU while the arguments' device says `cuda` (mocked: this machine has no GPU)
+        accelerator = Accelerator(cpu=True)
+        with patch.object(PartialState, "default_device", PropertyMock(return_value=torch.device("cuda"))):
+            with capture_training_args_logs() as warnings:
+                make_training_args(self.output_dir, policy)
+        self.assert_reset_with_warning(
+            accelerator, warnings, *(["runs on `cpu`", "`cuda`"] if policy == "auto" else [])
+        )
+
+    @bug_on_unpatched
+    def test_cpu_state_where_an_accelerator_is_available_with_preserve(self):
+        accelerator = Accelerator(cpu=True)
+        with patch.object(PartialState, "default_device", PropertyMock(return_value=torch.device("cuda"))):
+            with self.assertRaisesRegex(ValueError, "runs on `cpu` but these arguments use `cuda`"):
+                make_training_args(self.output_dir, "preserve")
+        self.assertEqual(accelerator.device.type, "cpu")
+
+    def test_cpu_state_kept_where_the_cpu_is_all_there_is(self):
+        accelerator = Accelerator(cpu=True)
+        make_training_args(self.output_dir, None)
+        self.assertEqual(hasattr(accelerator.state, "distributed_type"), PATCHED)
+
+    @unittest.skipUnless(
+        "parallelism_config" in TrainingArguments.__dataclass_fields__, "no `parallelism_config` field"
+    )
+    def test_parallelism_config(self):
+        from accelerate.parallelism_config import ParallelismConfig
+
+        accelerator = Accelerator(cpu=True)
+        with capture_training_args_logs() as warnings:
+            make_training_args(self.output_dir, None, use_cpu=True, parallelism_config=ParallelismConfig())
+        self.assert_reset_with_warning(accelerator, warnings, "`parallelism_config`")

@@ -64,9 +64,9 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
     def make_args(self, **kwargs):
         return TrainingArguments(output_dir=self.get_auto_remove_tmp_dir(), report_to="none", **kwargs)
 
-    @parameterized.expand([("accelerator", Accelerator), ("partial_state", PartialState)])
-    def test_default_keeps_existing_state(self, _, make_state):
-        state = make_state().state if make_state is Accelerator else make_state()
+    @parameterized.expand([("accelerator",), ("partial_state",)])
+    def test_default_keeps_existing_state(self, maker):
+        state = Accelerator().state if maker == "accelerator" else PartialState()
         state.__dict__["_kept"] = True  # lives in the shared borg dict, so a reset clears it
         self.make_args()
         self.assertTrue(state.__dict__.get("_kept"))
@@ -129,13 +129,36 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         with self.assertRaisesRegex(ValueError, "requires a pre-configured"):
             self.make_args(accelerator_config={"use_configured_state": True}, accelerator_state_policy="reset")
 
-    def test_use_configured_state_is_not_consumed(self):
+    def test_reused_accelerator_config(self):
+        # `use_configured_state` is consumed by the first arguments, as before; the default policy keeps the state
+        # for the next arguments built from the same config, and `reset` still discards it
         accelerator = Accelerator()
         config = AcceleratorConfig(use_configured_state=True)
-        self.make_args(accelerator_config=config, accelerator_state_policy="reset")
-        self.make_args(accelerator_config=config, accelerator_state_policy="reset")
-        self.assertTrue(config.use_configured_state)
+        self.make_args(accelerator_config=config)
+        self.make_args(accelerator_config=config)
         self.assertEqual(accelerator.state.distributed_type, DistributedType.NO)
+        self.make_args(accelerator_config=config, accelerator_state_policy="reset")
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+
+    @parameterized.expand([("auto",), ("preserve",), ("reset",)])
+    def test_incomplete_state_is_rebuilt(self, policy):
+        # A stray `LOCAL_RANK` makes the first initialization raise after storing part of the state
+        with patch.dict(os.environ, {"LOCAL_RANK": "0"}):
+            with self.assertRaises(ValueError):
+                self.make_args()
+        with CaptureLogger(training_args_logger) as cl:
+            args = self.make_args(accelerator_state_policy=policy, use_cpu=True)
+        self.assertEqual(args.device.type, "cpu")
+        self.assertEqual(PartialState().num_processes, 1)
+        self.assertIn("did not finish initializing", cl.out)
+
+    def test_torch_compile_conflict_resets(self):
+        # A kept state would compile the `Trainer`'s model with the backend of the `Accelerator` created first
+        accelerator = Accelerator(cpu=True, dynamo_backend="eager")
+        with CaptureLogger(training_args_logger) as cl:
+            self.make_args(use_cpu=True)
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        self.assertIn("`torch.compile` backend `eager`", cl.out)
 
     def test_hyperparameter_search_sequence(self):
         # Successive trials must each train with the state their arguments ask for: a changed setting gets a fresh

@@ -20,13 +20,15 @@ DOCSTRING_ENTRY = """
             devices are set up, for instance one created by an `Accelerator` instantiated before these arguments:
 
                 - `"auto"`: keep it if it is compatible with these arguments (device, mixed precision, distributed
-                  backend, no DeepSpeed or FSDP), otherwise reset it and log a warning naming the differences.
+                  backend, `torch.compile` settings, parallelism config, no DeepSpeed or FSDP), otherwise reset it and
+                  log a warning naming the differences.
                 - `"preserve"`: keep it, and raise a `ValueError` if it contradicts these arguments.
                 - `"reset"`: always reset it (the behavior before this option existed), logging a warning when a
                   live state is discarded.
 
-            When unset, the `TRANSFORMERS_ACCELERATOR_STATE_POLICY` environment variable is used, then `"auto"`.
-            Ignored when `accelerator_config` sets `use_configured_state=True`."""
+            A state that did not finish initializing, or whose process group was destroyed, is always reset. When
+            unset, the `TRANSFORMERS_ACCELERATOR_STATE_POLICY` environment variable is used, then `"auto"`. Ignored
+            when `accelerator_config` sets `use_configured_state=True`."""
 
 FIELD = """    accelerator_state_policy: {annotation} = field(
         default=None,
@@ -42,80 +44,134 @@ FIELD = """    accelerator_state_policy: {annotation} = field(
     )
 """
 
-HELPERS = '''    def _resolve_accelerator_state_policy(self) -> str:
+HELPERS = """    def _resolve_accelerator_state_policy(self) -> str:
         policy = self.accelerator_state_policy
         if policy is None:
             policy = os.environ.get("TRANSFORMERS_ACCELERATOR_STATE_POLICY", "auto")
         if policy not in ("auto", "preserve", "reset"):
             raise ValueError(
                 f"`accelerator_state_policy` (or `TRANSFORMERS_ACCELERATOR_STATE_POLICY`) must be one of 'auto', "
-                f"'preserve' or 'reset', got {policy!r}."
+                f"'preserve' or 'reset', got {{policy!r}}."
             )
         return policy
 
+    @staticmethod
+    def _accelerator_state_defect() -> {optional_str}:
+        \"\"\"
+        Why the accelerator state that already exists cannot be used as it is, or `None` when it can.
+
+        `PartialState` and `AcceleratorState` store their attributes one by one in dicts shared by all instances, so
+        an initialization that raised part way (a failed rendezvous, an unsupported setting) leaves a state that looks
+        initialized but is not, and `destroy_process_group()` leaves a distributed state without its process group.
+        \"\"\"
+        partial_state = PartialState._shared_state
+        required = ("device", "distributed_type", "num_processes", "process_index", "local_process_index")
+        # `AcceleratorState` copies these from `PartialState` first and sets its own attributes last
+        accelerator_state = AcceleratorState._shared_state
+        if any(partial_state.get(key) is None for key in required) or (
+            accelerator_state
+            and (
+                "_mixed_precision" not in accelerator_state
+                or any(accelerator_state.get(key) != partial_state[key] for key in required)
+            )
+        ):
+            return "it did not finish initializing"
+        if partial_state["distributed_type"] not in (DistributedType.NO, DistributedType.XLA) and not (
+            {distributed_initialized}
+        ):
+            return "the process group it was created with no longer exists"
+        return None
+
     def _accelerator_state_conflicts(self) -> list[str]:
-        """
+        \"\"\"
         Lists how the accelerator state that already exists differs from what these arguments ask for.
-        """
+        \"\"\"
         state = PartialState()
+        accelerator_state = AcceleratorState._shared_state  # empty until an `Accelerator` is created
         conflicts = []
-        if (self.use_cpu or strtobool(os.environ.get("ACCELERATE_USE_CPU", "False"))) and state.device.type != "cpu":
-            conflicts.append(f"the existing state runs on `{state.device}` but `use_cpu=True`")
+        use_cpu = self.use_cpu or strtobool(os.environ.get("ACCELERATE_USE_CPU", "False"))
+        if use_cpu and state.device.type != "cpu":
+            conflicts.append(f"the existing state runs on `{{state.device}}` but `use_cpu=True`")
+        elif not use_cpu and state.device.type == "cpu" and state.default_device.type != "cpu":
+            conflicts.append(f"the existing state runs on `cpu` but these arguments use `{{state.default_device}}`")
         # `AcceleratorState` may refine the type (FSDP) in its own copy of the state
-        distributed_type = AcceleratorState._shared_state.get("distributed_type", state.distributed_type)
+        distributed_type = accelerator_state.get("distributed_type", state.distributed_type)
         if self.deepspeed or self.fsdp:
             # their plugins only take effect in a state built for them
             conflicts.append("`deepspeed` or `fsdp` is set and needs a state built from these arguments")
         elif distributed_type in (DistributedType.DEEPSPEED, DistributedType.FSDP):
-            conflicts.append(f"the existing state is `{distributed_type}` but neither `deepspeed` nor `fsdp` is set")
-        if self.ddp_backend is not None and state.backend is not None and state.backend != self.ddp_backend:
-            conflicts.append(f"the existing state uses backend `{state.backend}` but `ddp_backend={self.ddp_backend}`")
-        state_mixed_precision = AcceleratorState._shared_state.get("_mixed_precision")
-        mixed_precision = os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
-        mixed_precision = "fp16" if self.fp16 else "bf16" if self.bf16 else mixed_precision
-        if state_mixed_precision is not None and state_mixed_precision != mixed_precision:
+            conflicts.append(f"the existing state is `{{distributed_type}}` but neither `deepspeed` nor `fsdp` is set")
+        if self.ddp_backend is not None and state.backend != self.ddp_backend:
+            conflicts.append(f"the existing state uses backend `{{state.backend}}` but `ddp_backend={{self.ddp_backend}}`")
+        if not accelerator_state:
+            return conflicts
+{mixed_precision}        if accelerator_state["_mixed_precision"] != mixed_precision:
             conflicts.append(
-                f"the existing state uses mixed precision `{state_mixed_precision}` but these arguments ask for "
-                f"`{mixed_precision}`"
+                f"the existing state uses mixed precision `{{accelerator_state['_mixed_precision']}}` but these "
+                f"arguments ask for `{{mixed_precision}}`"
             )
-        return conflicts
+        # what the `Trainer` asks `torch.compile` for (`TorchDynamoPlugin` falls back to accelerate's variables)
+        backend = (self.torch_compile_backend or os.environ.get("ACCELERATE_DYNAMO_BACKEND", "no")).lower()
+        mode = self.torch_compile_mode or os.environ.get("ACCELERATE_DYNAMO_MODE", "default")
+        dynamo_plugin = accelerator_state["dynamo_plugin"]
+        if dynamo_plugin.backend.value.lower() != backend or (backend != "no" and dynamo_plugin.mode != mode):
+            conflicts.append(
+                f"the existing state compiles with `torch.compile` backend `{{dynamo_plugin.backend.value.lower()}}` "
+                f"(mode `{{dynamo_plugin.mode}}`) but these arguments ask for `{{backend}}` (mode `{{mode}}`)"
+            )
+{parallelism}        return conflicts
 
     def _keep_accelerator_state(self) -> bool:
-        """
+        \"\"\"
         Whether `_setup_devices` keeps the accelerator state that already exists, per `accelerator_state_policy`.
-        """
+        \"\"\"
         if not PartialState._shared_state:
+            return False
+        defect = self._accelerator_state_defect()
+        if defect is not None:
+            # whatever the policy: no `Accelerator` can work with it, and it was always rebuilt here
+            logger.warning(f"Resetting the existing accelerator state ({{defect}}): it is rebuilt from these arguments.")
             return False
         conflicts = self._accelerator_state_conflicts()
         if conflicts and self.accelerator_state_policy == "preserve":
             raise ValueError(
                 "`accelerator_state_policy='preserve'` keeps the accelerator state that already exists, but it "
-                f"contradicts these arguments: {'; '.join(conflicts)}. Create the `Accelerator` with matching "
+                f"contradicts these arguments: {{'; '.join(conflicts)}}. Create the `Accelerator` with matching "
                 "settings, change the arguments, or use `accelerator_state_policy='reset'` to discard the state."
             )
         if conflicts or self.accelerator_state_policy == "reset":
             reason = "; ".join(conflicts) if conflicts else "`accelerator_state_policy='reset'`"
             logger.warning(
-                f"Resetting the existing accelerator state ({reason}): an `Accelerator` created before these "
+                f"Resetting the existing accelerator state ({{reason}}): an `Accelerator` created before these "
                 "`TrainingArguments` can no longer be used. Create it with matching settings or after them."
             )
             return False
         logger.info(
-            f"Keeping the existing accelerator state (accelerator_state_policy={self.accelerator_state_policy!r})."
+            f"Keeping the existing accelerator state (accelerator_state_policy={{self.accelerator_state_policy!r}})."
         )
+        if PartialState._shared_state["distributed_type"] != DistributedType.NO and self.ddp_timeout != 1800:
+            # resetting would not help: the process group is only created once, by whoever creates it first
+            logger.warning(
+                f"`ddp_timeout={{self.ddp_timeout}}` cannot be applied: the process group of the existing accelerator "
+                "state was created before these arguments. Pass the timeout where it is created, e.g. "
+                "`Accelerator(kwargs_handlers=[InitProcessGroupKwargs(timeout=...)])`."
+            )
         return True
 
-'''
+"""
+
+# Where the release already resolved the mixed precision before setting up devices (5.x), the check reads it.
+MIXED_PRECISION_RESOLVED = """        mixed_precision = self.mixed_precision
+"""
+MIXED_PRECISION_COMPUTED = """        mixed_precision = os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
+        mixed_precision = "fp16" if self.fp16 else "bf16" if self.bf16 else mixed_precision
+"""
+PARALLELISM = """        if accelerator_state.get("parallelism_config") != self.parallelism_config:
+            conflicts.append("the existing state has another `parallelism_config` than these arguments")
+"""
 
 RESOLVE = """        self.accelerator_state_policy = self._resolve_accelerator_state_policy()
 """
-
-POP_OLD = """self.accelerator_config.pop(
-                "use_configured_state", False
-            )"""
-POP_NEW = """getattr(
-                self.accelerator_config, "use_configured_state", False
-            )"""
 
 ELSE_OLD = """        else:
             AcceleratorState._reset_state(reset_partial_state=True)
@@ -146,23 +202,36 @@ def _insert_after(text, pattern, insertion, what, version):
 
 def edit(text: str, version: str) -> str:
     """Returns `text` (a pristine `training_args.py` of transformers `version`) with the fix applied."""
-    annotation = "Optional[str]" if "    accelerator_config: Optional[" in text else "str | None"
+    old_typing = "    accelerator_config: Optional[" in text
+    helpers = HELPERS.format(
+        optional_str="Optional[str]" if old_typing else "str | None",
+        distributed_initialized=(
+            "_is_torch_distributed_initialized()"
+            if "import _is_torch_distributed_initialized" in text
+            else "dist.is_available() and dist.is_initialized()"
+        ),
+        mixed_precision=(
+            MIXED_PRECISION_RESOLVED
+            if "        self.mixed_precision = os.environ" in text
+            else MIXED_PRECISION_COMPUTED
+        ),
+        parallelism=PARALLELISM if re.search(r"^    parallelism_config: ", text, flags=re.MULTILINE) else "",
+    )
     text = _insert_after(
         text, r"^ +- `?use_configured_state`? \(`bool`.*?(?=\n\n)", DOCSTRING_ENTRY, "the docstring entry", version
     )
     text = _insert_after(
         text,
         r"^    accelerator_config: [^\n]* = field\(\n.*?^    \)\n",
-        FIELD.format(annotation=annotation),
+        FIELD.format(annotation="Optional[str]" if old_typing else "str | None"),
         "the field",
         version,
     )
     text = _insert_after(
-        text, r"^ +return timedelta\(seconds=self\.ddp_timeout\)\n\n", HELPERS, "the helpers", version
+        text, r"^ +return timedelta\(seconds=self\.ddp_timeout\)\n\n", helpers, "the helpers", version
     )
     text = _insert_after(
         text, r'^        logger\.info\("PyTorch: setting up devices"\)\n', RESOLVE, "the policy resolution", version
     )
-    text = _replace_once(text, re.escape(POP_OLD), POP_NEW, "the `use_configured_state` read", version)
     text = _replace_once(text, "^" + re.escape(ELSE_OLD), ELSE_NEW, "the state reset", version)
     return text
