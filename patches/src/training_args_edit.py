@@ -102,7 +102,7 @@ HELPERS = """    def _resolve_accelerator_state_policy(self) -> str:
         elif distributed_type in (DistributedType.DEEPSPEED, DistributedType.FSDP):
             conflicts.append(f"the existing state is `{{distributed_type}}` but neither `deepspeed` nor `fsdp` is set")
         if self.ddp_backend is not None and state.backend != self.ddp_backend:
-            conflicts.append(f"the existing state uses backend `{{state.backend}}` but `ddp_backend={{self.ddp_backend}}`")
+            conflicts.append(f"`ddp_backend={{self.ddp_backend}}` but the existing state uses `{{state.backend}}`")
         if not accelerator_state:
             return conflicts
 {mixed_precision}        if accelerator_state["_mixed_precision"] != mixed_precision:
@@ -130,7 +130,7 @@ HELPERS = """    def _resolve_accelerator_state_policy(self) -> str:
         defect = self._accelerator_state_defect()
         if defect is not None:
             # whatever the policy: no `Accelerator` can work with it, and it was always rebuilt here
-            logger.warning(f"Resetting the existing accelerator state ({{defect}}): it is rebuilt from these arguments.")
+            logger.warning(f"Resetting the existing accelerator state ({{defect}}): rebuilding it from the arguments.")
             return False
         conflicts = self._accelerator_state_conflicts()
         if conflicts and self.accelerator_state_policy == "preserve":
