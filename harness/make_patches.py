@@ -1,11 +1,12 @@
-"""Regenerates every pinned version's patch series from the single source in `patches/src/`.
+"""Regenerates the committed patch series (one per code family) from the single source in `patches/src/`.
 
-python -m harness.make_patches            # rewrite patches/<version>/ for every pin
-python -m harness.make_patches --check    # fail if a committed series differs from what the source gives
+python -m harness.make_patches [VERSION ...]  # rewrite patches/<version>/ for every committed series, or these
+python -m harness.make_patches --check        # fail if a committed series differs from what the source gives
 """
 
 import argparse
 import difflib
+import functools
 import importlib.util
 import os
 import subprocess
@@ -14,7 +15,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from harness.pins import PATCHES, load_pins, series
+from harness.pins import PATCHES, committed_series, series
 from harness.tree import fetch_archive
 
 SRC = PATCHES / "src"
@@ -27,6 +28,7 @@ IDENTITY = {
 IDENTITY |= {key.replace("AUTHOR", "COMMITTER"): value for key, value in IDENTITY.items()}
 
 
+@functools.cache
 def load_edit():
     spec = importlib.util.spec_from_file_location("training_args_edit", SRC / "training_args_edit.py")
     module = importlib.util.module_from_spec(spec)
@@ -77,7 +79,7 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args(argv)
     drift = 0
-    for version in args.versions or list(load_pins()):
+    for version in args.versions or committed_series():
         if not args.check:
             generate(version, PATCHES / version)
             print(f"patches/{version}: regenerated")
@@ -85,17 +87,18 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             fresh = {p.name: p.read_text() for p in generate(version, Path(tmp))}
         committed = {p.name: p.read_text() for p in series(version)}
-        for name in sorted(fresh.keys() | committed.keys()):
-            if fresh.get(name) != committed.get(name):
-                drift += 1
-                diff = difflib.unified_diff(
-                    committed.get(name, "").splitlines(True),
-                    fresh.get(name, "").splitlines(True),
-                    f"committed/{version}/{name}",
-                    f"regenerated/{version}/{name}",
-                )
-                sys.stdout.writelines(diff)
-        print(f"patches/{version}: {'differs from patches/src' if drift else 'up to date'}")
+        names = sorted(fresh.keys() | committed.keys())
+        differing = [name for name in names if fresh.get(name) != committed.get(name)]
+        drift += len(differing)
+        for name in differing:
+            diff = difflib.unified_diff(
+                committed.get(name, "").splitlines(True),
+                fresh.get(name, "").splitlines(True),
+                f"committed/{version}/{name}",
+                f"regenerated/{version}/{name}",
+            )
+            sys.stdout.writelines(diff)
+        print(f"patches/{version}: {'differs from patches/src' if differing else 'up to date'}")
     return 1 if drift else 0
 
 

@@ -5,8 +5,9 @@ import tarfile
 
 import pytest
 
-from harness import tree
-from harness.pins import load_pins, newest
+from harness import applies, make_patches, tree
+from harness.docs import replace_section
+from harness.pins import PATCHES, load_pins, newest
 
 TARGET = "src/transformers/training_args.py"
 
@@ -33,8 +34,39 @@ def test_unpinned_version_is_refused():
         tree.fetch_archive("1.0.0")
 
 
-def test_every_pin_has_a_series():
-    assert all(tree.series(version) for version in load_pins())
+def test_every_committed_series_is_pinned_and_the_newest_pin_has_one():
+    pins = load_pins()
+    committed = sorted(p.name for p in PATCHES.iterdir() if p.is_dir() and p.name != "src")
+    assert committed and set(committed) <= set(pins)
+    assert tree.series(newest())
+
+
+def test_applies_names_the_anchor_a_release_lacks(tmp_path, monkeypatch):
+    archive = tmp_path / "transformers-9.9.9.tar.gz"
+    source = tmp_path / "training_args.py"
+    source.write_text("class TrainingArguments:\n    pass\n")  # none of the code the fix edits
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(source, arcname=f"transformers-9.9.9/{TARGET}")
+    for module in (applies, make_patches):
+        monkeypatch.setattr(module, "fetch_archive", lambda version: archive)
+    monkeypatch.setattr(applies, "load_pins", lambda: {"9.9.9": "0" * 64})
+    row = applies.check("9.9.9")
+    assert not row.applies
+    assert row.detail.startswith(f"transformers 9.9.9: {TARGET}: anchor for the docstring entry not found")
+    assert "**no**" in applies.render([row])
+    assert applies.check("9.9.8").detail.startswith("not pinned")
+
+
+def test_generated_sections_leave_the_rest_of_the_file_alone(tmp_path):
+    doc = tmp_path / "MATRIX.md"
+    doc.write_text("# Title\n\nwritten by hand\n")
+    replace_section(doc, "applies", "first table")
+    replace_section(doc, "scenarios", "second table")
+    replace_section(doc, "applies", "new table")
+    text = doc.read_text()
+    assert text.startswith("# Title\n\nwritten by hand\n")
+    assert "new table" in text and "first table" not in text and text.count("second table") == 1
+    assert text.index("new table") < text.index("second table")
 
 
 def test_series_that_does_not_apply_fails_loudly_and_changes_nothing(tmp_path):

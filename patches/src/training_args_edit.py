@@ -200,22 +200,31 @@ def _insert_after(text, pattern, insertion, what, version):
     return _replace_once(text, pattern, insertion, what, version, keep_match=True)
 
 
+def traits(text: str) -> dict[str, bool]:
+    """What the edit adapts to in a release's `training_args.py`."""
+    return {
+        # `Optional[...]` annotations (4.x) or `... | None` (5.x)
+        "old_typing": "    accelerator_config: Optional[" in text,
+        # 5.x resolves `self.mixed_precision` in `__post_init__`, before the devices are set up
+        "mixed_precision_resolved": "  self.mixed_precision = os." in text,
+        "parallelism_config": bool(re.search(r"^    parallelism_config: ", text, flags=re.MULTILINE)),
+        "distributed_helper": "import _is_torch_distributed_initialized" in text,
+    }
+
+
 def edit(text: str, version: str) -> str:
     """Returns `text` (a pristine `training_args.py` of transformers `version`) with the fix applied."""
-    old_typing = "    accelerator_config: Optional[" in text
+    found = traits(text)
+    optional_str = "Optional[str]" if found["old_typing"] else "str | None"
     helpers = HELPERS.format(
-        optional_str="Optional[str]" if old_typing else "str | None",
+        optional_str=optional_str,
         distributed_initialized=(
             "_is_torch_distributed_initialized()"
-            if "import _is_torch_distributed_initialized" in text
+            if found["distributed_helper"]
             else "dist.is_available() and dist.is_initialized()"
         ),
-        mixed_precision=(
-            MIXED_PRECISION_RESOLVED
-            if "        self.mixed_precision = os.environ" in text
-            else MIXED_PRECISION_COMPUTED
-        ),
-        parallelism=PARALLELISM if re.search(r"^    parallelism_config: ", text, flags=re.MULTILINE) else "",
+        mixed_precision=MIXED_PRECISION_RESOLVED if found["mixed_precision_resolved"] else MIXED_PRECISION_COMPUTED,
+        parallelism=PARALLELISM if found["parallelism_config"] else "",
     )
     text = _insert_after(
         text, r"^ +- `?use_configured_state`? \(`bool`.*?(?=\n\n)", DOCSTRING_ENTRY, "the docstring entry", version
@@ -223,7 +232,7 @@ def edit(text: str, version: str) -> str:
     text = _insert_after(
         text,
         r"^    accelerator_config: [^\n]* = field\(\n.*?^    \)\n",
-        FIELD.format(annotation="Optional[str]" if old_typing else "str | None"),
+        FIELD.format(annotation=optional_str),
         "the field",
         version,
     )
