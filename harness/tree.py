@@ -3,6 +3,7 @@
     python -m harness.tree install 5.23.0             # patched, into the running interpreter
     python -m harness.tree install 5.23.0 --unpatched
     python -m harness.tree prepare 5.23.0 DEST        # only the tree
+    python -m harness.tree wheel 5.23.0 --dest dist   # an installable wheel, version 5.23.0+accelerator.state
 
 `TRANSFORMERS_SRC=/path/to/transformers` uses a local git checkout instead of the archive; it must already carry
 the series (`git am patches/<version>/*.patch`) for a patched install.
@@ -21,6 +22,7 @@ from pathlib import Path
 from harness.pins import load_pins, newest, series
 
 STAMP = Path(sys.prefix) / "transformers-tree.stamp"
+LOCAL_LABEL = "accelerator.state"  # PEP 440 local version label of the patched builds
 
 
 class TreeError(SystemExit):
@@ -69,10 +71,16 @@ def git(tree: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 
 def apply_series(tree: Path, version: str) -> None:
-    """Applies the series all or nothing: every patch is checked first, and `git apply` never uses fuzz."""
+    """Applies the series all or nothing: every patch is checked first, and `git apply` never uses fuzz.
+
+    A pinned release without a committed series (one outside the suite's families) gets one generated from the
+    same source, exactly as `tox -e applies` checks it.
+    """
     patches = series(version)
     if not patches:
-        raise TreeError(f"transformers {version}: no patch series in patches/{version}/ (run harness.make_patches)")
+        from harness.make_patches import generate
+
+        patches = generate(version, Path(tempfile.mkdtemp(prefix="series-")) / version)
     for patch in patches:
         result = git(tree, "apply", "--check", str(patch), check=False)
         if result.returncode:
@@ -104,6 +112,23 @@ def prepare(version: str, dest: Path, patched: bool = True) -> Path:
     if patched:
         apply_series(dest, version)
     return dest
+
+
+def wheel(version: str, dest: Path) -> Path:
+    """Builds a wheel of the patched release, versioned `VERSION+accelerator.state` so that pip tells it apart."""
+    local_version = f"{version}+{LOCAL_LABEL}"
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = prepare(version, Path(tmp) / "transformers")
+        for path, pattern in (("setup.py", 'version="{}"'), ("src/transformers/__init__.py", '__version__ = "{}"')):
+            text = (tree / path).read_text()
+            if text.count(pattern.format(version)) != 1:
+                raise TreeError(f"transformers {version}: {path}: cannot find {pattern.format(version)} to relabel")
+            (tree / path).write_text(text.replace(pattern.format(version), pattern.format(local_version)))
+        dest.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dest), str(tree)]
+        subprocess.run(cmd, check=True)
+    (built,) = dest.glob(f"transformers-{local_version}-*.whl")
+    return built
 
 
 def checkout_state(src: Path, version: str) -> str:
@@ -139,17 +164,20 @@ def install(version: str, patched: bool) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m harness.tree", description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=["install", "prepare", "fetch"])
+    parser.add_argument("action", choices=["install", "prepare", "wheel"])
     parser.add_argument("version", nargs="?", default=newest())
-    parser.add_argument("dest", nargs="?", type=Path, help="target directory for `prepare`")
+    parser.add_argument("dest", nargs="?", type=Path, help="target directory for `prepare` (or use --dest)")
+    parser.add_argument("--dest", dest="dest_option", type=Path, help="target directory (`wheel`: default ./dist)")
     parser.add_argument("--unpatched", action="store_true", help="leave the release as it is published")
     args = parser.parse_args(argv)
-    if args.action == "fetch":
-        print(fetch_archive(args.version))
+    dest = args.dest_option or args.dest
+    if args.action == "wheel":
+        built = wheel(args.version, dest or Path("dist"))
+        print(f"harness.tree: built {built}\ninstall it with: pip install '{built}'")
     elif args.action == "prepare":
-        if args.dest is None:
+        if dest is None:
             parser.error("prepare needs DEST")
-        print(prepare(args.version, args.dest, patched=not args.unpatched))
+        print(prepare(args.version, dest, patched=not args.unpatched))
     else:
         install(args.version, patched=not args.unpatched)
 

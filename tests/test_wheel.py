@@ -1,0 +1,38 @@
+"""`python -m harness.tree wheel` gives users the fix before upstream merges: a pip-installable patched release."""
+
+import subprocess
+import sys
+import zipfile
+
+from harness.pins import newest
+from tests.testing_utils import SCRIPTS, launch_env
+from tests.test_seed_reproduction import EXPECTED
+
+
+def test_wheel_installs_and_fixes_the_bug_report(tmp_path):
+    version = newest()
+    build = subprocess.run(
+        [sys.executable, "-m", "harness.tree", "wheel", version, "--dest", str(tmp_path / "dist")],
+        env=launch_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    assert wheel.name == f"transformers-{version}+accelerator.state-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        assert "accelerator_state_policy" in archive.read("transformers/training_args.py").decode()
+        assert "tests/" not in " ".join(archive.namelist())  # the upstream test file is not shipped
+
+    # Installed on its own (the env's torch and accelerate stay), it is the transformers that gets imported.
+    site = tmp_path / "site"
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)]
+    subprocess.run(install, check=True, capture_output=True)
+    env = launch_env(PYTHONPATH=str(site))
+    probe = "import transformers; print(transformers.__version__)"
+    installed = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert installed.stdout.strip() == f"{version}+accelerator.state", installed.stderr[-2000:]
+    seed = subprocess.run(
+        [sys.executable, str(SCRIPTS / "seed_reproduction.py")], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert seed.stdout == EXPECTED, seed.stderr[-2000:]
