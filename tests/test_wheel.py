@@ -5,8 +5,8 @@ import sys
 import zipfile
 
 from harness.pins import newest
-from tests.testing_utils import SCRIPTS, launch_env
 from tests.test_seed_reproduction import EXPECTED
+from tests.testing_utils import SCRIPTS, launch_env
 
 
 def test_wheel_installs_and_fixes_the_bug_report(tmp_path):
