@@ -5,7 +5,7 @@ import tarfile
 
 import pytest
 
-from harness import applies, make_patches, tree
+from harness import applies, differential, make_patches, tree
 from harness.docs import replace_section
 from harness.pins import PATCHES, load_pins, newest
 
@@ -82,3 +82,15 @@ def test_series_that_does_not_apply_fails_loudly_and_changes_nothing(tmp_path):
         tree.apply_series(tmp_path, version)
     assert target.read_text() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == [".git", "src"]  # the test file was not added either
+
+
+def test_differential_flags_a_silent_difference_as_a_regression():
+    program = ["Accelerator(bf16)", "args()", "train"]
+    same = {"observed": ["ok: NO/bf16/cpu/compile NO", "ok: cpu"], "kept": [False, False], "existing": [False, True]}
+    published = {**same, "observed": [*same["observed"], "ok: 1 steps/no/compile NO"]}
+    patched = {**same, "observed": [*same["observed"], "ok: 1 steps/bf16/compile NO"], "kept": [False, True]}
+    (difference,) = differential.compare([program], [patched], [published])
+    assert (difference["step"], difference["kind"]) == (2, "REGRESSION")
+    cleared = {**published, "observed": [*same["observed"], f"AttributeError: ... {differential.CLEARED} ..."]}
+    assert differential.compare([program], [patched], [cleared])[0]["kind"] == "fix"
+    assert differential.compare([program], [published], [published]) == []

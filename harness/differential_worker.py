@@ -1,0 +1,128 @@
+"""Runs programs of `harness.differential` in the interpreter that starts it; prints one JSON line per program.
+
+    python harness/differential_worker.py < programs.json
+
+Each program is a list of step names; every program starts from no accelerate state and no accelerate variables.
+"""
+
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+
+import torch
+from accelerate import Accelerator, PartialState
+from accelerate.state import AcceleratorState, GradientState
+from transformers import Trainer, TrainingArguments
+from transformers.utils import logging
+
+logging.set_verbosity_error()
+PREFIX = "differential: "  # the Trainer prints its logs to stdout too
+
+MAKERS = {
+    "Accelerator()": lambda: Accelerator(),
+    "Accelerator(cpu)": lambda: Accelerator(cpu=True),
+    "Accelerator(bf16)": lambda: Accelerator(cpu=True, mixed_precision="bf16"),
+    "Accelerator(eager)": lambda: Accelerator(cpu=True, dynamo_backend="eager"),
+    "PartialState()": lambda: PartialState(),
+}
+ARGUMENTS = {
+    "args()": {},
+    "args(use_cpu)": {"use_cpu": True},
+    "args(bf16)": {"use_cpu": True, "bf16": True},
+    "args(compile)": {"use_cpu": True, "torch_compile_backend": "eager"},
+    "args(configured)": {"accelerator_config": {"use_configured_state": True}},
+    "args(ddp_backend)": {"use_cpu": True, "ddp_backend": "gloo"},
+}
+
+
+class Regression(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(1, 1)
+
+    def forward(self, input_x, labels=None):
+        y = self.linear(input_x)
+        return {"loss": torch.nn.functional.mse_loss(y, labels), "logits": y}
+
+
+DATA = [{"input_x": torch.tensor([float(i)]), "labels": torch.tensor([2.0 * i + 3])} for i in range(8)]
+
+
+def describe(accelerator) -> str:
+    state = accelerator.state
+    return f"{state.distributed_type.value}/{accelerator.mixed_precision}/{accelerator.device.type}/compile " + (
+        state.dynamo_plugin.backend.value
+    )
+
+
+def run_step(step, scope, output_dir):
+    if step in MAKERS:
+        made = MAKERS[step]()
+        if isinstance(made, Accelerator):
+            scope["accelerators"].append(made)
+            return describe(made)
+        return made.distributed_type.value
+    if step in ARGUMENTS:
+        scope["args"] = TrainingArguments(
+            output_dir=output_dir, report_to="none", max_steps=1, disable_tqdm=True, **ARGUMENTS[step]
+        )
+        return str(scope["args"].device.type)
+    if step == "policy(reset)":  # the published release ignores the variable: both sides then reset
+        os.environ["TRANSFORMERS_ACCELERATOR_STATE_POLICY"] = "reset"
+        return "set"
+    if step == "derive(bf16)":
+        scope["args"] = dataclasses.replace(scope["args"], bf16=True, use_cpu=True)
+        return str(scope["args"].device.type)
+    if step == "train":
+        trainer = Trainer(model=Regression(), args=scope["args"], train_dataset=DATA)
+        steps = trainer.train().global_step
+        compiled = trainer.accelerator.state.dynamo_plugin.backend.value
+        return f"{steps} steps/{trainer.accelerator.mixed_precision}/compile {compiled}"
+    if step == "use first accelerator":
+        accelerator = scope["accelerators"][0]
+        model = Regression()
+        model, optimizer = accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=0.1))
+        accelerator.backward(model(**DATA[1])["loss"])
+        optimizer.step()
+        return describe(accelerator)
+    raise ValueError(f"unknown step {step!r}")
+
+
+def reset():
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()
+    for key in [key for key in os.environ if "ACCELERATE" in key or "ACCELERATOR" in key]:
+        del os.environ[key]
+    torch._dynamo.reset()
+
+
+def run(program):
+    """Observations per step; per step too, whether an `AcceleratorState` existed before it, and whether a step
+    building arguments kept the state that existed."""
+    reset()
+    scope, observed, kept, existing = {"accelerators": [], "args": None}, [], [], []
+    with tempfile.TemporaryDirectory() as output_dir:
+        for step in program:
+            existing.append(bool(AcceleratorState._shared_state))
+            # arguments never build an `AcceleratorState`, so a canary in the shared dict tells kept from reset
+            watched = (step in ARGUMENTS or step == "derive(bf16)") and bool(PartialState._shared_state)
+            if watched:
+                PartialState._shared_state["_differential_canary"] = True
+            if (step in ("train", "derive(bf16)") and scope["args"] is None) or (
+                step == "use first accelerator" and not scope["accelerators"]
+            ):
+                observed.append("skipped")
+            else:
+                try:
+                    observed.append("ok: " + run_step(step, scope, output_dir))
+                except Exception as error:  # every outcome is an observation
+                    observed.append(f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
+            kept.append(watched and PartialState._shared_state.pop("_differential_canary", False))
+    return {"observed": observed, "kept": kept, "existing": existing}
+
+
+if __name__ == "__main__":
+    for program in json.load(sys.stdin):
+        print(PREFIX + json.dumps({"program": program, **run(program)}), flush=True)
