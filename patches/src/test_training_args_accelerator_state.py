@@ -52,6 +52,7 @@ if is_torch_available():
 
 if is_accelerate_available():
     from accelerate import Accelerator, PartialState
+    from accelerate.state import AcceleratorState
     from accelerate.utils import DistributedType
 
 
@@ -61,6 +62,11 @@ training_args_logger = logging.get_logger("transformers.training_args")
 @require_torch
 @require_accelerate
 class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
+    def setUp(self):
+        super().setUp()
+        # start from no state, whatever ran before in this process
+        AcceleratorState._reset_state(reset_partial_state=True)
+
     def make_args(self, **kwargs):
         return TrainingArguments(output_dir=self.get_auto_remove_tmp_dir(), report_to="none", **kwargs)
 
