@@ -12,7 +12,7 @@ CONFIG = ROOT / "tpu_demo/configs/tiny.yaml"
 
 def run_demo(output_dir, *overrides, launcher=True, port_offset=5, timeout=900):
     output_dir = Path(output_dir)
-    settings = [f"output_dir={output_dir}", f"data_dir={output_dir.parent / 'data'}", "report_to=none", *overrides]
+    settings = [f"output_dir={output_dir}", "report_to=none", *overrides]
     if launcher:
         settings.append(f"main_process_port={worker_port(port_offset)}")
         cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings]

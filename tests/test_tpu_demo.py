@@ -27,7 +27,7 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
     assert (out / "checkpoints/step-30").is_dir() and (out / "checkpoints/step-60").is_dir()
 
     model = DiaForConditionalGeneration.from_pretrained(out / "final").eval()
-    data = CodesDataset(tmp_path / "data")
+    data = CodesDataset(out / "synthetic")
     eval_set = [data[i] for i in range(len(data) - result["eval_dataset_size"], len(data))]
     batch = DiaCollator(model.config.delay_pattern, 48, 24, text_dropout=0.0, seed=0)(eval_set)
     with torch.no_grad():
@@ -88,9 +88,7 @@ def test_unpatched_stops_clearly(tmp_path):
         (["bogus_key=1"], "unknown config keys: bogus_key"),
         (["mixed_precision=fp12"], "fp12"),
         # checked after the config is parsed: on the published release the program stops before, at the state
-        pytest.param(
-            ["synthetic_samples=0", "data_dir=/nonexistent/codes"], "has no metadata.jsonl", marks=bug_on_unpatched
-        ),
+        pytest.param(["dataset=/nonexistent/codes"], "no such manifest or folder", marks=bug_on_unpatched),
         pytest.param(
             ["resume_from_checkpoint=/nonexistent/ckpt"], "is not a checkpoint directory", marks=bug_on_unpatched
         ),

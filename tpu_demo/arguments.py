@@ -13,8 +13,16 @@ class ConfigError(SystemExit):
         super().__init__(f"tpu_demo: {message}")
 
 
+class CheckedChoices:
+    def __post_init__(self):
+        for f in dataclasses.fields(self):  # parse_dict does not apply argparse's choices
+            choices = f.metadata.get("choices")
+            if choices and getattr(self, f.name) not in choices:
+                raise ConfigError(f"{f.name}: {getattr(self, f.name)!r} is not one of {', '.join(choices)}")
+
+
 @dataclass
-class LaunchArguments:
+class LaunchArguments(CheckedChoices):
     """What `accelerate launch` needs; `tpu_demo.launch` turns these into its flags."""
 
     distributed_type: str = field(
@@ -31,12 +39,6 @@ class LaunchArguments:
     )
     main_process_port: int | None = field(default=None, metadata={"help": "rendezvous port for several processes"})
 
-    def __post_init__(self):
-        for f in dataclasses.fields(self):  # parse_dict does not apply argparse's choices
-            choices = f.metadata.get("choices")
-            if choices and getattr(self, f.name) not in choices:
-                raise ConfigError(f"{f.name}: {getattr(self, f.name)!r} is not one of {', '.join(choices)}")
-
 
 @dataclass
 class ModelArguments:
@@ -48,11 +50,25 @@ class ModelArguments:
 
 
 @dataclass
-class DataArguments:
-    data_dir: str = field(default="data/synthetic", metadata={"help": "folder of .pt code tensors + metadata.jsonl"})
-    synthetic_samples: int = field(
-        default=96, metadata={"help": "write this many synthetic samples when data_dir does not exist (0: never)"}
+class DataArguments(CheckedChoices):
+    dataset: str = field(
+        default="synthetic",
+        metadata={
+            "help": "a manifest of recordings (CSV or JSON lines: audio, text[, speaker, language]), a folder of "
+            "pre-computed codes (metadata.jsonl), or `synthetic` (written under output_dir)"
+        },
     )
+    codec: str | None = field(
+        default=None, metadata={"help": "DacModel folder (or hub id) that turns a manifest's audio into codes"}
+    )
+    cache_dir: str | None = field(
+        default=None, metadata={"help": "where encoded audio is cached, by content and codec (default: output_dir)"}
+    )
+    too_long: str = field(
+        default="truncate",
+        metadata={"help": "audio longer than max_audio_frames: truncate or drop", "choices": ["truncate", "drop"]},
+    )
+    synthetic_samples: int = field(default=96, metadata={"help": "how many samples `dataset: synthetic` makes"})
     eval_samples: int = field(default=13, metadata={"help": "samples held out for evaluation (the last ones)"})
     max_text_tokens: int = field(default=48, metadata={"help": "text is padded/truncated to this length"})
     max_audio_frames: int = field(default=24, metadata={"help": "audio codes are padded/truncated to this length"})
@@ -98,6 +114,8 @@ def parse_all(raw: dict):
     """Every dataclass, refusing keys that none of them has."""
     known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(raw) - known)
+    if "data_dir" in unknown:
+        raise ConfigError("data_dir: now `dataset` (a manifest of recordings, a folder of codes, or synthetic)")
     if "accelerator_state_policy" in unknown:
         raise ConfigError(
             "accelerator_state_policy: this transformers has no such setting; it comes with the fix for "

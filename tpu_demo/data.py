@@ -1,7 +1,8 @@
-"""Pre-computed Dia audio codes on disk, a deterministic synthetic set, and fixed-shape batches.
+"""Dia audio codes for training, a deterministic synthetic set, and fixed-shape batches.
 
-A data folder holds `metadata.jsonl` (one `{"file": ..., "text": ...}` per line) and, per sample, a `.pt` LongTensor
-of shape (frames, channels) with codes in 0..1023, as produced offline by the DAC codec.
+Codes come from a manifest of recordings (encoded once by `tpu_demo.audio`), or from a folder of pre-computed codes:
+`metadata.jsonl` (one `{"file": ..., "text": ...}` per line) and, per sample, a `.pt` LongTensor of shape
+(frames, channels) with codes in 0..1023. Nothing is ever written into a user's data folder.
 """
 
 import json
@@ -44,12 +45,19 @@ def write_synthetic(data_dir, num_samples: int, num_channels: int = 9, seed: int
 
 
 class CodesDataset(torch.utils.data.Dataset):
-    def __init__(self, data_dir):
+    """Code files and their texts: a folder's `metadata.jsonl`, or `items` prepared from audio (absolute paths)."""
+
+    def __init__(self, data_dir, items=None, num_channels: int = 9):
         self.data_dir = Path(data_dir)
+        self.num_channels = num_channels
         metadata = self.data_dir / "metadata.jsonl"
-        if not metadata.is_file():
-            raise DataError(f"{self.data_dir} has no metadata.jsonl (set synthetic_samples to write a synthetic set)")
-        self.items = [json.loads(line) for line in metadata.read_text().splitlines() if line.strip()]
+        if items is None and not metadata.is_file():
+            raise DataError(
+                f"{self.data_dir} has no metadata.jsonl (dataset: a folder of codes, a manifest, or synthetic)"
+            )
+        if items is None:
+            items = [json.loads(line) for line in metadata.read_text().splitlines() if line.strip()]
+        self.items = items
         missing = [item["file"] for item in self.items if not (self.data_dir / item["file"]).is_file()]
         if missing:
             raise DataError(
@@ -62,8 +70,11 @@ class CodesDataset(torch.utils.data.Dataset):
     def __getitem__(self, i):
         item = self.items[i]
         codes = torch.load(self.data_dir / item["file"], weights_only=True)
-        if codes.dim() != 2:
-            raise DataError(f"{item['file']}: codes must be (frames, channels), got {tuple(codes.shape)}")
+        where = f"{item['file']} (sample {item.get('row', i + 1)})"
+        if codes.dim() != 2 or codes.shape[1] != self.num_channels:
+            raise DataError(f"{where}: codes must be (frames, {self.num_channels}), got {tuple(codes.shape)}")
+        if codes.numel() and (codes.min() < 0 or codes.max() > 1023):
+            raise DataError(f"{where}: codes must lie in 0..1023, got {int(codes.min())}..{int(codes.max())}")
         return {"index": i, "text": item["text"], "codes": codes.long()}
 
 

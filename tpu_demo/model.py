@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from transformers import DiaConfig, DiaForConditionalGeneration
+from transformers import DacConfig, DiaConfig, DiaForConditionalGeneration
 from transformers.models.dia.configuration_dia import DiaDecoderConfig, DiaEncoderConfig
 
 DELAY_PATTERN = [0, 8, 9, 10, 11, 12, 13, 14, 15]
@@ -33,6 +33,28 @@ def tiny_config(hidden_size: int = 64, layers: int = 2) -> DiaConfig:
         num_channels=len(DELAY_PATTERN),
     )
     return DiaConfig(encoder_config=encoder, decoder_config=decoder, delay_pattern=DELAY_PATTERN)
+
+
+def tiny_codec_config(n_codebooks: int = 9) -> DacConfig:
+    """A DAC small enough for tests and the demo (16 kHz, hop 128); real runs use e.g. descript/dac_44khz."""
+    return DacConfig(
+        encoder_hidden_size=8,
+        decoder_hidden_size=16,
+        hidden_size=32,
+        codebook_dim=4,
+        n_codebooks=n_codebooks,
+        codebook_size=1024,
+        downsampling_ratios=[2, 4, 4, 4],
+        upsampling_ratios=[4, 4, 4, 2],
+        sampling_rate=16000,
+    )
+
+
+def model_config(model_args) -> DiaConfig:
+    """The configuration `build_model` builds from, without building the weights."""
+    if model_args.model_dir:
+        return DiaConfig.from_pretrained(model_args.model_dir, local_files_only=True)
+    return tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers)
 
 
 def build_model(model_args) -> DiaForConditionalGeneration:

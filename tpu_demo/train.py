@@ -18,9 +18,10 @@ from tqdm.auto import tqdm
 from transformers import get_scheduler
 
 from tpu_demo.arguments import ConfigError, load_raw, parse_all, parse_launch
-from tpu_demo.data import CodesDataset, DiaCollator, write_synthetic
+from tpu_demo.data import DiaCollator
 from tpu_demo.launch import on_xla
 from tpu_demo.model import build_model
+from tpu_demo.prepare import training_data
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "labels")
 
@@ -81,15 +82,6 @@ def parse_after_accelerator(accelerator, raw):
             "settings agree with the Accelerator's."
         )
     return parsed
-
-
-def ensure_data(accelerator, data_args, seed) -> Path:
-    data_dir = Path(data_args.data_dir)
-    if not (data_dir / "metadata.jsonl").exists() and data_args.synthetic_samples > 0:
-        if accelerator.is_main_process:
-            write_synthetic(data_dir, data_args.synthetic_samples, seed=seed)
-    accelerator.wait_for_everyone()  # every process, never inside an is_main_process branch
-    return data_dir
 
 
 def init_optimizer_state(optimizer) -> None:
@@ -190,11 +182,11 @@ def train(config, overrides=()) -> dict:
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
 
-    dataset = CodesDataset(ensure_data(accelerator, data_args, args.seed))
+    model = build_model(model_args)
+    dataset = training_data(data_args, model.config, output_dir, args.seed, model_args.model_dir)
     n_eval = min(data_args.eval_samples, len(dataset) - 1)
     train_set = torch.utils.data.Subset(dataset, range(len(dataset) - n_eval))
     eval_set = torch.utils.data.Subset(dataset, range(len(dataset) - n_eval, len(dataset)))
-    model = build_model(model_args)
     shapes = (model.config.delay_pattern, data_args.max_text_tokens, data_args.max_audio_frames)
     collator = DiaCollator(*shapes, text_dropout=data_args.text_dropout, seed=args.seed)
     train_loader = torch.utils.data.DataLoader(

@@ -1,0 +1,163 @@
+"""A user's recordings in: a manifest of WAV/FLAC files, encoded once by a DacModel, cached, and refused clearly."""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.demo_utils import CONFIG, assert_ok, run_demo, summary
+from tests.testing_utils import ROOT, accelerate_launch, bug_on_unpatched, require_dia
+
+soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
+pytest.importorskip("soxr", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
+pytestmark = require_dia
+
+CODEC_RATE = 16000
+
+
+def tiny_codec(folder: Path, n_codebooks=9) -> Path:
+    from transformers import DacModel
+
+    from tpu_demo.model import tiny_codec_config
+
+    DacModel(tiny_codec_config(n_codebooks)).save_pretrained(folder)
+    return folder
+
+
+def tone(seconds: float, rate: int, pitch: float, channels: int = 1, level: float = 0.5) -> np.ndarray:
+    t = np.arange(int(seconds * rate)) / rate
+    mono = level * np.sin(2 * np.pi * pitch * t).astype(np.float32)
+    return np.stack([mono] * channels, axis=1) if channels > 1 else mono
+
+
+def recordings(folder: Path, count: int = 12, **columns) -> Path:
+    """`count` WAV/FLAC files at 22.05 kHz (every third stereo) and a CSV manifest, in a folder of their own."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "clips").mkdir(exist_ok=True)
+    rows = []
+    for i in range(count):
+        name = f"clips/{i:02d}.{'flac' if i % 4 == 3 else 'wav'}"
+        pitch = [220.0, 330.0, 440.0][i % 3]
+        audio = tone(0.4 + 0.05 * (i % 3), 22050, pitch, 2 if i % 3 == 0 else 1, level=0.3 + 0.02 * i)
+        soundfile.write(folder / name, audio, 22050)  # every file distinct: the cache is keyed by content
+        extra = {key: values[i % len(values)] for key, values in columns.items()}
+        rows.append({"audio": name, "text": f"[S1] tone {pitch:.0f}", **extra})
+    with open(folder / "metadata.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return folder / "metadata.csv"
+
+
+def snapshot(folder: Path) -> dict:
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def test_manifest_rows_language_tags_and_json_lines(tmp_path):
+    from tpu_demo.audio import read_manifest
+
+    manifest = recordings(tmp_path / "user", count=3, language=["de", ""], speaker=["anna"])
+    rows = read_manifest(manifest)
+    assert [row.row for row in rows] == [2, 3, 4]  # as a spreadsheet counts them, after the header
+    assert rows[0].prompt == "[de] [S1] tone 220" and rows[1].prompt == "[S1] tone 330"
+    assert rows[0].audio == (tmp_path / "user/clips/00.wav").resolve()
+    jsonl = tmp_path / "user/metadata.jsonl"
+    jsonl.write_text("\n".join(json.dumps({"audio": f"clips/0{i}.wav", "text": "hi"}) for i in range(2)) + "\n")
+    assert [row.audio.name for row in read_manifest(jsonl)] == ["00.wav", "01.wav"]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("audio,words\nclips/00.wav,hi\n", "no column text"),
+        ("audio,text\nclips/00.wav,hi\nclips/01.wav,\n", r"row 3 \(clips/01.wav\): missing transcript"),
+        ("audio,text\nclips/00.wav,hi\nclips/missing.wav,hi\n", "row 3: audio file .*missing.wav does not exist"),
+        ("audio,text\n", "no rows"),
+    ],
+    ids=["missing_column", "missing_transcript", "missing_file", "empty"],
+)
+def test_manifest_errors_name_the_row(tmp_path, content, message):
+    from tpu_demo.audio import read_manifest
+
+    recordings(tmp_path / "user", count=2)
+    manifest = tmp_path / "user/bad.csv"
+    manifest.write_text(content)
+    with pytest.raises(SystemExit, match=message):
+        read_manifest(manifest)
+
+
+@pytest.mark.parametrize("content, message", [(b"not audio at all", "unreadable audio"), (None, "empty audio")])
+def test_bad_audio_names_the_file(tmp_path, content, message):
+    from tpu_demo.audio import load_audio
+
+    path = tmp_path / "bad.wav"
+    if content is None:
+        soundfile.write(path, np.zeros(0, dtype=np.float32), 22050)
+    else:
+        path.write_bytes(content)
+    with pytest.raises(SystemExit, match=f"{path}: {message}"):
+        load_audio(path, CODEC_RATE)
+
+
+def test_audio_is_encoded_once_then_read_from_the_cache(tmp_path):
+    from tpu_demo.audio import Codec, prepare, read_manifest
+
+    rows = read_manifest(recordings(tmp_path / "user", count=6))
+    codec = Codec(str(tiny_codec(tmp_path / "codec")))
+    first = prepare(rows, codec, tmp_path / "cache", max_frames=1000, too_long="truncate")
+    assert (first.encoded, first.cached, first.stereo) == (6, 0, 2)
+    again = prepare(rows, codec, tmp_path / "cache", max_frames=1000, too_long="truncate")
+    assert (again.encoded, again.cached) == (0, 6)
+    codes = [np.asarray(__import__("torch").load(item["file"])) for item in first.items]
+    # 0.4 s at 16 kHz with a hop of 128 samples: 50 frames, 9 codebooks
+    assert codes[0].shape == (50, 9) and all(c.min() >= 0 and c.max() < 1024 for c in codes)
+
+
+def test_too_long_audio_is_truncated_or_dropped_and_counted(tmp_path):
+    from tpu_demo.audio import Codec, prepare, read_manifest
+
+    rows = read_manifest(recordings(tmp_path / "user", count=3))  # 50, 56 and 62 frames
+    codec = Codec(str(tiny_codec(tmp_path / "codec")))
+    truncated = prepare(rows, codec, tmp_path / "cache", max_frames=55, too_long="truncate")
+    assert (len(truncated.items), truncated.truncated) == (3, [3, 4])
+    assert "2 truncated to max_audio_frames (rows 3, 4)" in truncated.summary()
+    dropped = prepare(rows, codec, tmp_path / "cache", max_frames=55, too_long="drop")
+    assert (len(dropped.items), dropped.dropped) == (1, [3, 4])
+    with pytest.raises(SystemExit, match="no sample left to train on"):
+        prepare(rows, codec, tmp_path / "cache", max_frames=10, too_long="drop")
+
+
+def test_codec_the_model_cannot_read_is_refused_before_encoding(tmp_path):
+    from tpu_demo.audio import Codec
+    from tpu_demo.model import tiny_config
+    from tpu_demo.prepare import codec_matches_model
+
+    codec = Codec(str(tiny_codec(tmp_path / "codec", n_codebooks=8)))
+    with pytest.raises(SystemExit, match="codec has 8 codebooks but the model reads 9 channels"):
+        codec_matches_model(codec, tiny_config(), None)
+
+
+@bug_on_unpatched
+def test_recordings_to_a_model_that_learned(tmp_path):
+    manifest = recordings(tmp_path / "user", count=24)
+    before = snapshot(tmp_path / "user")
+    out = tmp_path / "run"
+    settings = [f"dataset={manifest}", f"codec={tiny_codec(tmp_path / 'codec')}", "eval_samples=4"]
+    result = run_demo(out, *settings, "max_steps=30", "max_audio_frames=64", "eval_steps=0", "save_steps=0")
+    assert_ok(result)
+    assert "24 samples, 24 encoded, 0 from the cache, 8 stereo files downmixed to mono" in result.stdout
+    assert summary(out)["last_loss"] < summary(out)["first_loss"]
+    assert snapshot(tmp_path / "user") == before  # nothing written into the user's folder
+    assert len(list((out / "audio_codes").rglob("*.pt"))) == 24
+
+
+def test_two_processes_encode_each_file_once(tmp_path):
+    manifest = recordings(tmp_path / "user", count=6)
+    codec = tiny_codec(tmp_path / "codec")
+    args = [CONFIG, f"dataset={manifest}", f"codec={codec}", f"output_dir={tmp_path / 'run'}", "report_to=none"]
+    result = accelerate_launch(ROOT / "tpu_demo/prepare.py", *args, num_processes=2, port_offset=3)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "process 0: 6 samples, 6 encoded, 0 from the cache" in result.stdout
+    assert "process 1: 6 samples, 0 encoded, 6 from the cache" in result.stdout

@@ -1,0 +1,180 @@
+"""Users' recordings to Dia audio codes: a manifest in, DAC codes out, cached by audio content and codec.
+
+A manifest is a CSV with the columns `audio` and `text` (optional `speaker`, `language`), or JSON lines with the same
+keys; audio paths are relative to the manifest. WAV and FLAC at any rate, mono or stereo (downmixed), are resampled
+to the codec's rate (soxr) and encoded with a transformers `DacModel`. A `language` becomes a `[xx]` tag at the start
+of the text; `speaker` is kept for the user's own bookkeeping and not used in training.
+"""
+
+import csv
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from tpu_demo.data import DataError
+
+
+@dataclass
+class ManifestRow:
+    row: int  # 1-based, as a user counts lines of data
+    audio: Path
+    text: str
+    speaker: str | None = None
+    language: str | None = None
+
+    @property
+    def prompt(self) -> str:
+        return f"[{self.language}] {self.text}" if self.language else self.text
+
+
+def read_manifest(path) -> list[ManifestRow]:
+    """Every row of a CSV or JSON-lines manifest; a missing column, transcript or audio file names the row."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"dataset manifest {path} does not exist")
+    if path.suffix.lower() in (".jsonl", ".json"):
+        records = []
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    records.append((number, json.loads(line)))
+                except json.JSONDecodeError as error:
+                    raise DataError(f"{path}, line {number}: not JSON ({error.msg})") from None
+    else:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = {"audio", "text"} - set(reader.fieldnames or ())
+            if missing:
+                columns = "audio, text[, speaker, language]"
+                raise DataError(f"{path}: no column {', '.join(sorted(missing))} (columns: {columns})")
+            records = [(number, record) for number, record in enumerate(reader, 2)]  # line 1 is the header
+    rows = []
+    for number, record in records:
+        where = f"{path}, row {number}"
+        audio, text = (record.get("audio") or "").strip(), (record.get("text") or "").strip()
+        if not audio:
+            raise DataError(f"{where}: no audio file")
+        if not text:
+            raise DataError(f"{where} ({audio}): missing transcript")
+        audio_path = (path.parent / audio).resolve()
+        if not audio_path.is_file():
+            raise DataError(f"{where}: audio file {audio_path} does not exist")
+        speaker, language = record.get("speaker") or None, record.get("language") or None
+        rows.append(ManifestRow(number, audio_path, text, speaker, language))
+    if not rows:
+        raise DataError(f"{path}: no rows")
+    return rows
+
+
+def load_audio(path: Path, sampling_rate: int):
+    """Mono float32 samples at `sampling_rate`, and the number of channels the file had."""
+    import soundfile
+    import soxr
+
+    try:
+        samples, rate = soundfile.read(path, dtype="float32", always_2d=True)
+    except (soundfile.LibsndfileError, RuntimeError) as error:
+        raise DataError(f"{path}: unreadable audio ({error})") from None
+    if samples.size == 0:
+        raise DataError(f"{path}: empty audio")
+    channels = samples.shape[1]
+    mono = samples.mean(axis=1)
+    if rate != sampling_rate:
+        mono = soxr.resample(mono, rate, sampling_rate)
+    return mono, channels
+
+
+class Codec:
+    """A `DacModel` from a local folder (or a hub id when the hub is reachable), with a fingerprint for the cache."""
+
+    def __init__(self, name_or_path: str, device="cpu"):
+        from transformers import DacModel
+
+        try:
+            self.model = DacModel.from_pretrained(name_or_path).to(device).eval()
+        except OSError as error:
+            raise DataError(f"codec {name_or_path}: not a DacModel folder or reachable hub id ({error})") from None
+        config = self.model.config
+        self.sampling_rate, self.num_codebooks = config.sampling_rate, config.n_codebooks
+        self.device = device
+        digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True, default=str).encode())
+        for tensor in self.model.state_dict().values():
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        self.fingerprint = digest.hexdigest()[:16]
+
+    @torch.no_grad()
+    def encode(self, samples) -> torch.Tensor:
+        """(frames, codebooks) codes of mono samples at the codec's rate."""
+        audio = torch.as_tensor(samples, dtype=torch.float32, device=self.device)[None, None]
+        return self.model.encode(audio).audio_codes[0].T.contiguous().cpu()
+
+
+@dataclass
+class Prepared:
+    items: list[dict]  # {"file": cached codes, "text": prompt, "row": manifest row}
+    encoded: int = 0
+    cached: int = 0
+    truncated: list[int] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
+    stereo: int = 0
+
+    def summary(self) -> str:
+        parts = [f"{len(self.items)} samples", f"{self.encoded} encoded", f"{self.cached} from the cache"]
+        if self.stereo:
+            parts.append(f"{self.stereo} stereo files downmixed to mono")
+        if self.truncated:
+            parts.append(f"{len(self.truncated)} truncated to max_audio_frames (rows {_rows(self.truncated)})")
+        if self.dropped:
+            parts.append(f"{len(self.dropped)} dropped as longer than max_audio_frames (rows {_rows(self.dropped)})")
+        return ", ".join(parts)
+
+
+def _rows(numbers) -> str:
+    shown = ", ".join(map(str, numbers[:10]))
+    return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+
+
+def content_key(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progress=None) -> Prepared:
+    """Codes for every row: read from the cache when this audio was encoded by this codec before, else encoded.
+
+    Audio longer than `max_frames` code frames is truncated or dropped (`too_long`) and counted. The cache holds
+    full encodings, so changing the maximum never needs a new encoding.
+    """
+    if too_long not in ("truncate", "drop"):
+        raise DataError(f"too_long: {too_long!r} is not one of truncate, drop")
+    cache = Path(cache_dir) / codec.fingerprint
+    cache.mkdir(parents=True, exist_ok=True)
+    result = Prepared(items=[])
+    for row in progress(rows) if progress else rows:
+        target = cache / f"{content_key(row.audio)}.pt"
+        if target.is_file():
+            result.cached += 1
+        else:
+            samples, channels = load_audio(row.audio, codec.sampling_rate)
+            result.stereo += channels > 1
+            codes = codec.encode(samples)
+            partial = target.with_suffix(".tmp")
+            torch.save(codes, partial)
+            partial.replace(target)  # whole or absent: an interrupted encoding leaves nothing half-written
+            result.encoded += 1
+        frames = torch.load(target, weights_only=True).shape[0]
+        if frames > max_frames:
+            if too_long == "drop":
+                result.dropped.append(row.row)
+                continue
+            result.truncated.append(row.row)
+        result.items.append({"file": str(target), "text": row.prompt, "row": row.row})
+    if not result.items:
+        raise DataError(f"no sample left to train on ({result.summary()})")
+    return result

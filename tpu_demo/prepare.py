@@ -1,0 +1,84 @@
+"""The data a run trains on: recordings encoded to codes (once, cached), pre-computed codes, or a synthetic set.
+
+    python -m tpu_demo.prepare my.yaml [key=value ...]            # only encode the manifest's audio
+    accelerate launch -m tpu_demo.prepare my.yaml                # the same, shared by several processes
+
+The main process encodes while the others wait; they then read the cache, so each file is encoded once.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from accelerate import PartialState
+from accelerate.utils import parse_flag_from_env
+from tqdm.auto import tqdm
+
+from tpu_demo.data import CodesDataset, DataError, write_synthetic
+
+
+def codec_matches_model(codec, model_config, model_dir) -> None:
+    """Refuses, before any encoding, a codec whose codes the model cannot read or whose rate its processor does not."""
+    channels = model_config.decoder_config.num_channels
+    if codec.num_codebooks != channels:
+        raise DataError(f"codec has {codec.num_codebooks} codebooks but the model reads {channels} channels")
+    if codec.model.config.codebook_size > 1024:
+        raise DataError(f"codec codebook size {codec.model.config.codebook_size} exceeds Dia's 1024 audio codes")
+    processor_config = Path(model_dir or "", "preprocessor_config.json")
+    if model_dir and processor_config.is_file():
+        rate = json.loads(processor_config.read_text()).get("sampling_rate")
+        if rate and rate != codec.sampling_rate:
+            raise DataError(f"codec samples at {codec.sampling_rate} Hz but the model's processor at {rate} Hz")
+
+
+def training_data(data_args, model_config, output_dir, seed, model_dir=None) -> CodesDataset:
+    """The dataset `data_args.dataset` names; every process must call it (it synchronises them)."""
+    state = PartialState()
+    channels = model_config.decoder_config.num_channels
+    source = data_args.dataset
+    if source == "synthetic":
+        folder = Path(output_dir) / "synthetic"
+        with state.main_process_first():
+            if state.is_main_process and not (folder / "metadata.jsonl").is_file():
+                write_synthetic(folder, data_args.synthetic_samples, num_channels=channels, seed=seed)
+        return CodesDataset(folder, num_channels=channels)
+    path = Path(source)
+    if path.is_dir():
+        return CodesDataset(path, num_channels=channels)
+    if not path.is_file():
+        raise DataError(f"dataset {source}: no such manifest or folder (or use `dataset: synthetic`)")
+    if not data_args.codec:
+        raise DataError(f"dataset {source} is a manifest of recordings: set `codec` to a DacModel folder")
+    from tpu_demo.audio import Codec, prepare, read_manifest
+
+    rows = read_manifest(path)
+    codec = Codec(data_args.codec)
+    codec_matches_model(codec, model_config, model_dir)
+    cache_dir = Path(data_args.cache_dir or Path(output_dir) / "audio_codes")
+    progress = (lambda it: tqdm(it, desc="encoding audio", unit="file")) if state.is_main_process else None
+    with state.main_process_first():
+        prepared = prepare(rows, codec, cache_dir, data_args.max_audio_frames, data_args.too_long, progress)
+    print(f"tpu_demo: process {state.process_index}: {prepared.summary()}", flush=True)
+    return CodesDataset(path.parent, items=prepared.items, num_channels=channels)
+
+
+def main(argv=None) -> int:
+    from tpu_demo.arguments import load_raw, parse_all
+    from tpu_demo.model import model_config
+
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        raise SystemExit("usage: python -m tpu_demo.prepare CONFIG.yaml [key=value ...]")
+    raw = load_raw(argv[0], argv[1:])
+    # before TrainingArguments, as in training; like `Accelerator`, honour `accelerate launch --cpu`'s variable
+    PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
+    _, model_args, data_args, training_args = parse_all(raw)
+    dataset = training_data(
+        data_args, model_config(model_args), training_args.output_dir, training_args.seed, model_args.model_dir
+    )
+    print(f"tpu_demo: {len(dataset)} samples ready")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
