@@ -15,6 +15,7 @@ import pytest
 import torch
 import transformers
 from accelerate.state import AcceleratorState, GradientState
+from accelerate.utils import is_torch_xla_available
 from transformers import TrainingArguments
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,15 +62,7 @@ def make_training_args(output_dir, policy=None, **kwargs):
     return TrainingArguments(output_dir=str(output_dir), **kwargs)
 
 
-def xla_available() -> bool:
-    try:
-        import torch_xla  # noqa: F401
-    except ImportError:
-        return False
-    return os.environ.get("USE_TORCH_XLA", "1") != "0"
-
-
-require_xla = pytest.mark.skipif(not xla_available(), reason="needs torch_xla (run `tox -e tpu`)")
+require_xla = pytest.mark.skipif(not is_torch_xla_available(), reason="needs torch_xla (run `tox -e tpu`)")
 require_dia = pytest.mark.skipif(TF_VERSION < (4, 53), reason="Dia ships from transformers 4.53")
 bug_on_unpatched = pytest.mark.xfail(
     not PATCHED, strict=True, reason="transformers #40376: the unpatched release discards the state"

@@ -4,7 +4,6 @@ python -m tpu_demo.launch tpu_demo/configs/tiny.yaml [key=value ...] [--dry-run]
 """
 
 import argparse
-import importlib.util
 import os
 import shlex
 import subprocess
@@ -13,13 +12,10 @@ import sys
 from tpu_demo.arguments import load_raw, parse_launch
 
 
-def on_xla() -> bool:
-    """torch_xla is importable and not switched off: accelerate will pick an XLA device."""
-    return importlib.util.find_spec("torch_xla") is not None and os.environ.get("USE_TORCH_XLA", "1") != "0"
-
-
 def detect_distributed_type(launch) -> str:
-    if on_xla():
+    from accelerate.utils import is_torch_xla_available  # accelerate's own check: its reading of USE_TORCH_XLA
+
+    if is_torch_xla_available():
         return "XLA"
     import torch
 

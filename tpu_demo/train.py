@@ -13,13 +13,12 @@ from pathlib import Path
 import torch
 import transformers
 from accelerate import Accelerator
-from accelerate.utils import DataLoaderConfiguration, DistributedType, set_seed
+from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_xla_available, set_seed
 from tqdm.auto import tqdm
 from transformers import get_scheduler
 
 from tpu_demo.arguments import ConfigError, load_raw, parse_all, parse_launch
 from tpu_demo.data import DiaCollator
-from tpu_demo.launch import on_xla
 from tpu_demo.model import build_model
 from tpu_demo.prepare import training_data
 
@@ -41,7 +40,7 @@ class Progress:
 
 def use_stateful_dataloader(raw) -> bool:
     # On XLA the prepared loader is wrapped in an MpDeviceLoader, whose position accelerate does not checkpoint.
-    stateful = bool(raw.get("stateful_dataloader", True)) and not on_xla()
+    stateful = bool(raw.get("stateful_dataloader", True)) and not is_torch_xla_available()
     return stateful and importlib.util.find_spec("torchdata") is not None
 
 
