@@ -2,6 +2,7 @@
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -151,6 +152,17 @@ def test_recordings_to_a_model_that_learned(tmp_path):
     assert summary(out)["last_loss"] < summary(out)["first_loss"]
     assert snapshot(tmp_path / "user") == before  # nothing written into the user's folder
     assert len(list((out / "audio_codes").rglob("*.pt"))) == 24
+
+    # final/ is all a user needs: the model and the processor that turns its codes back into audio
+    from transformers import DiaForConditionalGeneration, DiaProcessor
+
+    shutil.rmtree(tmp_path / "codec")  # the codec the run was given is gone: final/ has its own
+    processor = DiaProcessor.from_pretrained(out / "final")
+    model = DiaForConditionalGeneration.from_pretrained(out / "final")
+    assert processor.feature_extractor.sampling_rate == CODEC_RATE
+    assert processor.audio_tokenizer.config.n_codebooks == model.config.decoder_config.num_channels
+    waveform = processor.audio_tokenizer.decode(audio_codes=__import__("torch").zeros(1, 9, 10, dtype=int))
+    assert waveform.audio_values.shape[-1] == 10 * 128
 
 
 def test_two_processes_encode_each_file_once(tmp_path):

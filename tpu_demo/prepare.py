@@ -62,6 +62,26 @@ def training_data(data_args, model_config, output_dir, seed, model_dir=None) -> 
     return CodesDataset(path.parent, items=prepared.items, num_channels=channels)
 
 
+def save_processor(codec_name_or_path: str, final_dir) -> None:
+    """Writes the `DiaProcessor` next to the fine-tuned model: tokenizer, feature extractor at the codec's rate and
+    the codec. transformers stores the codec as a reference, so a local codec is copied into `final/codec` first and
+    referenced there (`DiaProcessor.from_pretrained(final)` then needs no other file, while `final` stays put)."""
+    import shutil
+
+    from transformers import DacModel, DiaFeatureExtractor, DiaProcessor, DiaTokenizer
+
+    final_dir = Path(final_dir)
+    source = Path(codec_name_or_path)
+    if source.is_dir():
+        shutil.copytree(source, final_dir / "codec", dirs_exist_ok=True)
+        codec_name_or_path = str((final_dir / "codec").resolve())
+    codec = DacModel.from_pretrained(codec_name_or_path)
+    feature_extractor = DiaFeatureExtractor(
+        sampling_rate=codec.config.sampling_rate, hop_length=codec.config.hop_length
+    )
+    DiaProcessor(feature_extractor, DiaTokenizer(), codec).save_pretrained(final_dir)
+
+
 def main(argv=None) -> int:
     from tpu_demo.arguments import load_raw, parse_all
     from tpu_demo.model import model_config

@@ -20,7 +20,7 @@ from transformers import get_scheduler
 from tpu_demo.arguments import ConfigError, load_raw, parse_all, parse_launch
 from tpu_demo.data import DiaCollator
 from tpu_demo.model import build_model
-from tpu_demo.prepare import training_data
+from tpu_demo.prepare import save_processor, training_data
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "labels")
 
@@ -289,6 +289,8 @@ def train(config, overrides=()) -> dict:
             # safetensors reads storage pointers, which XLA tensors do not have: hand it host copies
             state_dict={k: v.cpu() for k, v in accelerator.get_state_dict(model).items()},
         )
+        if data_args.codec and accelerator.is_main_process:  # the processor that turns its codes into audio
+            save_processor(data_args.codec, output_dir / "final")
     seen_indices = torch.cat(seen).tolist() if seen else []
     (output_dir / f"seen_rank{accelerator.process_index}.json").write_text(json.dumps(seen_indices))
     summary = {
