@@ -92,8 +92,10 @@ def test_unpatched_stops_clearly(tmp_path):
         pytest.param(
             ["resume_from_checkpoint=/nonexistent/ckpt"], "is not a checkpoint directory", marks=bug_on_unpatched
         ),
+        pytest.param(["codebook_weights=[4,1]"], "codebook_weights: 9 non-negative weights", marks=bug_on_unpatched),
+        (["data_dir=my/codes"], "data_dir: now `dataset`"),
     ],
-    ids=["unknown_key", "bad_choice", "missing_data", "missing_checkpoint"],
+    ids=["unknown_key", "bad_choice", "missing_data", "missing_checkpoint", "codebook_weights", "old_data_dir"],
 )
 def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):
     result = run_demo(tmp_path / "run", *overrides, launcher=False)

@@ -81,7 +81,17 @@ class DataArguments(CheckedChoices):
     )
 
 
-ARGUMENT_CLASSES = (LaunchArguments, ModelArguments, DataArguments, TrainingArguments)
+@dataclass
+class LossArguments:
+    codebook_weights: list[float] | None = field(
+        default=None, metadata={"help": "one weight per codebook, e.g. [4, 1, 1, 1, 1, 1, 1, 1, 1]; default uniform"}
+    )
+    loss_on_audio_tokens_only: bool = field(
+        default=False, metadata={"help": "count only audio code targets in the loss, not EOS"}
+    )
+
+
+ARGUMENT_CLASSES = (LaunchArguments, ModelArguments, DataArguments, LossArguments, TrainingArguments)
 
 
 def parse_overrides(overrides) -> dict:

@@ -19,6 +19,7 @@ from transformers import get_scheduler
 
 from tpu_demo.arguments import ConfigError, load_raw, parse_all, parse_launch
 from tpu_demo.data import DiaCollator
+from tpu_demo.loss import CodebookLoss
 from tpu_demo.model import build_model
 from tpu_demo.prepare import save_processor, training_data
 
@@ -93,10 +94,14 @@ def init_optimizer_state(optimizer) -> None:
                 optimizer.state[p]["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
 
 
-def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm):
+def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, loss_fn=None):
     """One micro-batch; accelerate decides when gradients sync and the optimizer really steps."""
     with accelerator.accumulate(model):
-        loss = model(**{k: batch[k] for k in MODEL_INPUTS}).loss
+        if loss_fn is None or loss_fn.is_models_own:
+            loss = model(**{k: batch[k] for k in MODEL_INPUTS}).loss
+        else:
+            logits = model(**{k: batch[k] for k in MODEL_INPUTS if k != "labels"}).logits
+            loss = loss_fn(logits, batch["labels"])
         accelerator.backward(loss)
         if accelerator.sync_gradients:
             accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
@@ -176,13 +181,15 @@ def log_metrics(accelerator, output_dir, metrics, step) -> None:
 def train(config, overrides=()) -> dict:
     raw = load_raw(config, overrides)
     accelerator = make_accelerator(raw)
-    launch_args, model_args, data_args, args = parse_after_accelerator(accelerator, raw)
+    launch_args, model_args, data_args, loss_args, args = parse_after_accelerator(accelerator, raw)
     set_seed(args.seed)
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
 
     model = build_model(model_args)
     dataset = training_data(data_args, model.config, output_dir, args.seed, model_args.model_dir)
+    channels = model.config.decoder_config.num_channels
+    loss_fn = CodebookLoss(channels, loss_args.codebook_weights, loss_args.loss_on_audio_tokens_only)
     n_eval = min(data_args.eval_samples, len(dataset) - 1)
     train_set = torch.utils.data.Subset(dataset, range(len(dataset) - n_eval))
     eval_set = torch.utils.data.Subset(dataset, range(len(dataset) - n_eval, len(dataset)))
@@ -245,7 +252,7 @@ def train(config, overrides=()) -> dict:
         if progress.batches_in_epoch and not accelerator.dataloader_config.use_stateful_dataloader:
             loader = accelerator.skip_first_batches(train_loader, progress.batches_in_epoch)
         for batch in loader:
-            loss = train_step(accelerator, model, batch, optimizer, scheduler, args.max_grad_norm)
+            loss = train_step(accelerator, model, batch, optimizer, scheduler, args.max_grad_norm, loss_fn)
             progress.batches_in_epoch += 1
             running_loss, window = running_loss + loss.detach(), window + 1
             seen.append(batch["index"])

@@ -1,0 +1,33 @@
+"""The training loss as the original Dia fine-tuners had it: weights per codebook, optionally audio tokens only."""
+
+import torch
+
+from tpu_demo.arguments import ConfigError
+
+AUDIO_EOS = 1024
+
+
+class CodebookLoss:
+    """Mean token cross-entropy over Dia's logits `(batch * channels, frames, vocab)`, row `b * channels + c`
+    weighted by codebook `c`; with `audio_tokens_only` the EOS targets do not count either. Masks, no boolean
+    indexing and no host sync: fixed shapes on XLA. With uniform weights over all targets it is the model's loss."""
+
+    def __init__(self, num_channels: int, weights=None, audio_tokens_only: bool = False):
+        weights = [1.0] * num_channels if weights is None else [float(w) for w in weights]
+        if len(weights) != num_channels or min(weights) < 0 or not any(weights):
+            raise ConfigError(f"codebook_weights: {num_channels} non-negative weights, not all 0, got {weights}")
+        self.weights = torch.tensor(weights)
+        self.audio_tokens_only = audio_tokens_only
+        # the model computes exactly this itself
+        self.is_models_own = len(set(weights)) == 1 and not audio_tokens_only
+
+    def __call__(self, logits, labels):
+        valid = labels != -100
+        if self.audio_tokens_only:
+            valid = valid & (labels < AUDIO_EOS)
+        token_loss = torch.nn.functional.cross_entropy(
+            logits.float().transpose(1, 2), torch.where(valid, labels, 0), reduction="none"
+        )
+        rows = self.weights.to(logits.device).repeat(labels.shape[0] // len(self.weights))
+        weight = rows[:, None] * valid
+        return (token_loss * weight).sum() / weight.sum().clamp(min=torch.finfo(weight.dtype).tiny)
