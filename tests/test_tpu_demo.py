@@ -27,6 +27,7 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
     assert (out / "checkpoints/step-30").is_dir() and (out / "checkpoints/step-60").is_dir()
 
     model = DiaForConditionalGeneration.from_pretrained(out / "final").eval()
+    DiaForConditionalGeneration.from_pretrained(out / "checkpoints/step-30")  # a checkpoint carries its config
     data = CodesDataset(out / "synthetic")
     eval_set = [data[i] for i in range(len(data) - result["eval_dataset_size"], len(data))]
     batch = DiaCollator(model.config.delay_pattern, 48, 24, text_dropout=0.0, seed=0)(eval_set)
@@ -94,8 +95,17 @@ def test_unpatched_stops_clearly(tmp_path):
         ),
         pytest.param(["codebook_weights=[4,1]"], "codebook_weights: 9 non-negative weights", marks=bug_on_unpatched),
         (["data_dir=my/codes"], "data_dir: now `dataset`"),
+        (["model_dir=my/dia"], "model_dir: now `model`"),
     ],
-    ids=["unknown_key", "bad_choice", "missing_data", "missing_checkpoint", "codebook_weights", "old_data_dir"],
+    ids=[
+        "unknown_key",
+        "bad_choice",
+        "missing_data",
+        "missing_checkpoint",
+        "codebook_weights",
+        "old_data_dir",
+        "old_model_dir",
+    ],
 )
 def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):
     result = run_demo(tmp_path / "run", *overrides, launcher=False)

@@ -41,9 +41,20 @@ class LaunchArguments(CheckedChoices):
 
 
 @dataclass
-class ModelArguments:
-    model_dir: str | None = field(
-        default=None, metadata={"help": "local directory with real Dia weights; a tiny random Dia when unset"}
+class ModelArguments(CheckedChoices):
+    model: str | None = field(
+        default=None,
+        metadata={
+            "help": "Dia weights in transformers format: a local folder (e.g. a snapshot of nari-labs/Dia-1.6B-0626) "
+            "or a hub id; unset: a tiny random Dia, for tests and the demo only"
+        },
+    )
+    dtype: str = field(
+        default="float32",
+        metadata={
+            "help": "dtype the weights are loaded in; keep float32 with `mixed_precision: bf16` for autocast",
+            "choices": ["float32", "bfloat16", "float16"],
+        },
     )
     tiny_hidden_size: int = field(default=64, metadata={"help": "hidden size of the tiny random Dia"})
     tiny_layers: int = field(default=2, metadata={"help": "encoder and decoder layers of the tiny random Dia"})
@@ -124,6 +135,8 @@ def parse_all(raw: dict):
     """Every dataclass, refusing keys that none of them has."""
     known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(raw) - known)
+    if "model_dir" in unknown:
+        raise ConfigError("model_dir: now `model` (a local folder of Dia weights in transformers format, or a hub id)")
     if "data_dir" in unknown:
         raise ConfigError("data_dir: now `dataset` (a manifest of recordings, a folder of codes, or synthetic)")
     if "accelerator_state_policy" in unknown:

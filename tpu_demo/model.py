@@ -1,7 +1,7 @@
 """Dia from a local directory of real weights, or a tiny random one built from a config (no hub needed)."""
 
-from pathlib import Path
-
+import torch
+import transformers
 from transformers import DacConfig, DiaConfig, DiaForConditionalGeneration
 from transformers.models.dia.configuration_dia import DiaDecoderConfig, DiaEncoderConfig
 
@@ -52,15 +52,22 @@ def tiny_codec_config(n_codebooks: int = 9) -> DacConfig:
 
 def model_config(model_args) -> DiaConfig:
     """The configuration `build_model` builds from, without building the weights."""
-    if model_args.model_dir:
-        return DiaConfig.from_pretrained(model_args.model_dir, local_files_only=True)
+    if model_args.model:
+        return DiaConfig.from_pretrained(model_args.model)
     return tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers)
 
 
 def build_model(model_args) -> DiaForConditionalGeneration:
-    if model_args.model_dir:
-        path = Path(model_args.model_dir)
-        if not (path / "config.json").is_file():
-            raise SystemExit(f"tpu_demo: model_dir {path} has no config.json (a saved Dia model directory)")
-        return DiaForConditionalGeneration.from_pretrained(path, local_files_only=True)
-    return DiaForConditionalGeneration(tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers))
+    """`model` (local folder or hub id) in `dtype`, or the tiny random Dia."""
+    if not model_args.model:
+        return DiaForConditionalGeneration(tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers))
+    dtype = getattr(torch, model_args.dtype)
+    # transformers renamed `torch_dtype` to `dtype` in 4.56
+    keyword = "dtype" if tuple(map(int, transformers.__version__.split(".")[:2])) >= (4, 56) else "torch_dtype"
+    try:
+        return DiaForConditionalGeneration.from_pretrained(model_args.model, **{keyword: dtype})
+    except OSError as error:
+        raise SystemExit(
+            f"tpu_demo: model {model_args.model}: not a Dia folder in transformers format, nor a hub id that can be "
+            f"reached ({str(error).splitlines()[0]})"
+        ) from None

@@ -17,21 +17,21 @@ from tqdm.auto import tqdm
 from tpu_demo.data import CodesDataset, DataError, write_synthetic
 
 
-def codec_matches_model(codec, model_config, model_dir) -> None:
+def codec_matches_model(codec, model_config, model=None) -> None:
     """Refuses, before any encoding, a codec whose codes the model cannot read or whose rate its processor does not."""
     channels = model_config.decoder_config.num_channels
     if codec.num_codebooks != channels:
         raise DataError(f"codec has {codec.num_codebooks} codebooks but the model reads {channels} channels")
     if codec.model.config.codebook_size > 1024:
         raise DataError(f"codec codebook size {codec.model.config.codebook_size} exceeds Dia's 1024 audio codes")
-    processor_config = Path(model_dir or "", "preprocessor_config.json")
-    if model_dir and processor_config.is_file():
+    processor_config = Path(model or "", "preprocessor_config.json")  # a local Dia folder's own processor
+    if model and processor_config.is_file():
         rate = json.loads(processor_config.read_text()).get("sampling_rate")
         if rate and rate != codec.sampling_rate:
             raise DataError(f"codec samples at {codec.sampling_rate} Hz but the model's processor at {rate} Hz")
 
 
-def training_data(data_args, model_config, output_dir, seed, model_dir=None) -> CodesDataset:
+def training_data(data_args, model_config, output_dir, seed, model=None) -> CodesDataset:
     """The dataset `data_args.dataset` names; every process must call it (it synchronises them)."""
     state = PartialState()
     channels = model_config.decoder_config.num_channels
@@ -53,7 +53,7 @@ def training_data(data_args, model_config, output_dir, seed, model_dir=None) -> 
 
     rows = read_manifest(path)
     codec = Codec(data_args.codec)
-    codec_matches_model(codec, model_config, model_dir)
+    codec_matches_model(codec, model_config, model)
     cache_dir = Path(data_args.cache_dir or Path(output_dir) / "audio_codes")
     progress = (lambda it: tqdm(it, desc="encoding audio", unit="file")) if state.is_main_process else None
     with state.main_process_first():
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
     _, model_args, data_args, _, training_args = parse_all(raw)
     dataset = training_data(
-        data_args, model_config(model_args), training_args.output_dir, training_args.seed, model_args.model_dir
+        data_args, model_config(model_args), training_args.output_dir, training_args.seed, model_args.model
     )
     print(f"tpu_demo: {len(dataset)} samples ready")
     return 0

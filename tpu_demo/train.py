@@ -145,6 +145,13 @@ def xla_compilations(accelerator):
     return data[0] if data else 0
 
 
+def save_checkpoint(accelerator, model, path: Path) -> None:
+    """accelerate's full training state, plus the model's config: `from_pretrained(checkpoint)` then works too."""
+    accelerator.save_state(str(path))
+    if accelerator.is_main_process:
+        accelerator.unwrap_model(model).config.save_pretrained(path)
+
+
 def checkpoint_dir(output_dir, step) -> Path:
     return Path(output_dir) / "checkpoints" / f"step-{step}"
 
@@ -187,7 +194,7 @@ def train(config, overrides=()) -> dict:
     output_dir.mkdir(parents=True, exist_ok=True)
 
     model = build_model(model_args)
-    dataset = training_data(data_args, model.config, output_dir, args.seed, model_args.model_dir)
+    dataset = training_data(data_args, model.config, output_dir, args.seed, model_args.model)
     channels = model.config.decoder_config.num_channels
     loss_fn = CodebookLoss(channels, loss_args.codebook_weights, loss_args.loss_on_audio_tokens_only)
     n_eval = min(data_args.eval_samples, len(dataset) - 1)
@@ -274,7 +281,7 @@ def train(config, overrides=()) -> dict:
                 metrics = evaluate(accelerator, model, eval_loader)
                 log_metrics(accelerator, output_dir, metrics, progress.step)
             if args.save_steps and progress.step % int(args.save_steps) == 0:
-                accelerator.save_state(str(checkpoint_dir(output_dir, progress.step)))
+                save_checkpoint(accelerator, model, checkpoint_dir(output_dir, progress.step))
             if progress.step == data_args.stop_after_steps or progress.step >= max_steps:
                 interrupted = progress.step < max_steps
                 break
@@ -284,7 +291,7 @@ def train(config, overrides=()) -> dict:
     elapsed = time.perf_counter() - started
 
     if interrupted and not checkpoint_dir(output_dir, progress.step).exists():
-        accelerator.save_state(str(checkpoint_dir(output_dir, progress.step)))
+        save_checkpoint(accelerator, model, checkpoint_dir(output_dir, progress.step))
     final = evaluate(accelerator, model, eval_loader)
     accelerator.wait_for_everyone()  # every process reaches it; only the main process writes below
     unwrapped = accelerator.unwrap_model(model)
