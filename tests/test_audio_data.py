@@ -3,6 +3,7 @@
 import csv
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,12 @@ def recordings(folder: Path, count: int = 12, **columns) -> Path:
         writer.writeheader()
         writer.writerows(rows)
     return folder / "metadata.csv"
+
+
+def speak(text: str, path: Path) -> bool:
+    """Real speech from espeak-ng (a Debian package) where it is installed; False where it is not."""
+    espeak = shutil.which("espeak-ng")
+    return bool(espeak) and subprocess.run([espeak, "-w", str(path), text], capture_output=True).returncode == 0
 
 
 def snapshot(folder: Path) -> dict:
@@ -128,6 +135,28 @@ def test_too_long_audio_is_truncated_or_dropped_and_counted(tmp_path):
     assert (len(dropped.items), dropped.dropped) == (1, [3, 4])
     with pytest.raises(SystemExit, match="no sample left to train on"):
         prepare(rows, codec, tmp_path / "cache", max_frames=10, too_long="drop")
+
+
+def test_a_saved_datasets_folder_is_read_from_its_bytes(tmp_path):
+    datasets = pytest.importorskip("datasets", reason="a `datasets` folder needs the datasets package")
+    from tpu_demo.audio import Codec, prepare, read_saved_dataset
+
+    words = ["hello", "good morning", "thank you"]
+    clips = []
+    for i, text in enumerate(words):
+        clip = tmp_path / "made" / f"{i}.wav"
+        clip.parent.mkdir(exist_ok=True)
+        if not speak(text, clip):  # tones where espeak-ng is not installed
+            soundfile.write(clip, tone(0.4, 22050, 200.0 + 50 * i), 22050)
+        clips.append(str(clip))
+    table = {"audio": clips, "text": [f"[S1] {w}" for w in words], "language": ["en", "", "de"]}
+    dataset = datasets.Dataset.from_dict(table).cast_column("audio", datasets.Audio())
+    dataset.save_to_disk(str(tmp_path / "saved"))
+    shutil.rmtree(tmp_path / "made")  # the folder holds the audio itself
+    rows = read_saved_dataset(tmp_path / "saved")
+    assert [row.prompt for row in rows] == ["[en] [S1] hello", "[S1] good morning", "[de] [S1] thank you"]
+    prepared = prepare(rows, Codec(str(tiny_codec(tmp_path / "codec"))), tmp_path / "cache", 10_000, "truncate")
+    assert prepared.encoded == 3
 
 
 def test_codec_the_model_cannot_read_is_refused_before_encoding(tmp_path):

@@ -1,7 +1,9 @@
 """Users' recordings to Dia audio codes: a manifest in, DAC codes out, cached by audio content and codec.
 
 A manifest is a CSV with the columns `audio` and `text` (optional `speaker`, `language`), or JSON lines with the same
-keys; audio paths are relative to the manifest. WAV and FLAC at any rate, mono or stereo (downmixed), are resampled
+keys; audio paths are relative to the manifest. A `datasets` folder written by `save_to_disk` (an `Audio` column
+`audio` and a `text` column) works too; its audio is read from the stored bytes, never decoded by `datasets`.
+WAV and FLAC at any rate, mono or stereo (downmixed), are resampled
 to the codec's rate (soxr) and encoded with a transformers `DacModel`. A `language` becomes a `[xx]` tag at the start
 of the text; `speaker` is kept for the user's own bookkeeping and not used in training.
 """
@@ -20,10 +22,14 @@ from tpu_demo.data import DataError
 @dataclass
 class ManifestRow:
     row: int  # 1-based, as a user counts lines of data
-    audio: Path
+    audio: Path  # the file, or for a `datasets` row the name it was stored under
     text: str
     speaker: str | None = None
     language: str | None = None
+    data: bytes | None = None  # a `datasets` row's audio bytes
+
+    def content(self) -> bytes:
+        return self.data if self.data is not None else self.audio.read_bytes()
 
     @property
     def prompt(self) -> str:
@@ -69,13 +75,45 @@ def read_manifest(path) -> list[ManifestRow]:
     return rows
 
 
-def load_audio(path: Path, sampling_rate: int):
-    """Mono float32 samples at `sampling_rate`, and the number of channels the file had."""
+def read_saved_dataset(folder: Path) -> list[ManifestRow]:
+    """The rows of a `datasets` folder written by `save_to_disk` (its `train` split if it holds several)."""
+    import datasets
+
+    loaded = datasets.load_from_disk(str(folder))
+    if isinstance(loaded, datasets.DatasetDict):
+        if "train" not in loaded:
+            raise DataError(f"{folder}: a DatasetDict without a train split ({', '.join(loaded)})")
+        loaded = loaded["train"]
+    missing = {"audio", "text"} - set(loaded.column_names)
+    if missing:
+        raise DataError(f"{folder}: no column {', '.join(sorted(missing))} (columns: audio, text[, language])")
+    loaded = loaded.cast_column("audio", datasets.Audio(decode=False))
+    rows = []
+    for number, record in enumerate(loaded, 1):
+        audio, text = record["audio"] or {}, (record.get("text") or "").strip()
+        name = audio.get("path") or f"row {number}"
+        if not text:
+            raise DataError(f"{folder}, row {number} ({name}): missing transcript")
+        data = audio.get("bytes")
+        path = Path(name)
+        if data is None and not path.is_file():
+            raise DataError(f"{folder}, row {number}: no audio bytes and no file {name}")
+        language = record.get("language") or None
+        rows.append(ManifestRow(number, path, text, record.get("speaker") or None, language, data))
+    if not rows:
+        raise DataError(f"{folder}: no rows")
+    return rows
+
+
+def load_audio(path, sampling_rate: int, data: bytes | None = None):
+    """Mono float32 samples at `sampling_rate`, and the number of channels the file (or `data`) had."""
+    import io
+
     import soundfile
     import soxr
 
     try:
-        samples, rate = soundfile.read(path, dtype="float32", always_2d=True)
+        samples, rate = soundfile.read(io.BytesIO(data) if data is not None else path, dtype="float32", always_2d=True)
     except (soundfile.LibsndfileError, RuntimeError) as error:
         raise DataError(f"{path}: unreadable audio ({error})") from None
     if samples.size == 0:
@@ -137,14 +175,6 @@ def _rows(numbers) -> str:
     return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
 
 
-def content_key(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progress=None) -> Prepared:
     """Codes for every row: read from the cache when this audio was encoded by this codec before, else encoded.
 
@@ -157,11 +187,11 @@ def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progr
     cache.mkdir(parents=True, exist_ok=True)
     result = Prepared(items=[])
     for row in progress(rows) if progress else rows:
-        target = cache / f"{content_key(row.audio)}.pt"
+        target = cache / f"{hashlib.sha256(row.content()).hexdigest()}.pt"
         if target.is_file():
             result.cached += 1
         else:
-            samples, channels = load_audio(row.audio, codec.sampling_rate)
+            samples, channels = load_audio(row.audio, codec.sampling_rate, row.data)
             result.stereo += channels > 1
             codes = codec.encode(samples)
             partial = target.with_suffix(".tmp")

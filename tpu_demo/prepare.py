@@ -43,15 +43,16 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
                 write_synthetic(folder, data_args.synthetic_samples, num_channels=channels, seed=seed)
         return CodesDataset(folder, num_channels=channels)
     path = Path(source)
-    if path.is_dir():
+    saved_dataset = (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file()
+    if path.is_dir() and not saved_dataset:
         return CodesDataset(path, num_channels=channels)
-    if not path.is_file():
+    if not path.exists():
         raise DataError(f"dataset {source}: no such manifest or folder (or use `dataset: synthetic`)")
     if not data_args.codec:
-        raise DataError(f"dataset {source} is a manifest of recordings: set `codec` to a DacModel folder")
-    from tpu_demo.audio import Codec, prepare, read_manifest
+        raise DataError(f"dataset {source} holds recordings: set `codec` to a DacModel folder or hub id")
+    from tpu_demo.audio import Codec, prepare, read_manifest, read_saved_dataset
 
-    rows = read_manifest(path)
+    rows = read_saved_dataset(path) if saved_dataset else read_manifest(path)
     codec = Codec(data_args.codec)
     codec_matches_model(codec, model_config, model)
     cache_dir = Path(data_args.cache_dir or Path(output_dir) / "audio_codes")
@@ -59,7 +60,7 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
     with state.main_process_first():
         prepared = prepare(rows, codec, cache_dir, data_args.max_audio_frames, data_args.too_long, progress)
     print(f"tpu_demo: process {state.process_index}: {prepared.summary()}", flush=True)
-    return CodesDataset(path.parent, items=prepared.items, num_channels=channels)
+    return CodesDataset(cache_dir, items=prepared.items, num_channels=channels)
 
 
 def save_processor(codec_name_or_path: str, final_dir) -> None:
