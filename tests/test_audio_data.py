@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from tests.demo_utils import CONFIG, assert_ok, run_demo, summary
 from tests.testing_utils import ROOT, accelerate_launch, bug_on_unpatched, require_dia
@@ -118,7 +119,7 @@ def test_audio_is_encoded_once_then_read_from_the_cache(tmp_path):
     assert (first.encoded, first.cached, first.stereo) == (6, 0, 2)
     again = prepare(rows, codec, tmp_path / "cache", max_frames=1000, too_long="truncate")
     assert (again.encoded, again.cached) == (0, 6)
-    codes = [np.asarray(__import__("torch").load(item["file"])) for item in first.items]
+    codes = [np.asarray(torch.load(item["file"])) for item in first.items]
     # 0.4 s at 16 kHz with a hop of 128 samples: 50 frames, 9 codebooks
     assert codes[0].shape == (50, 9) and all(c.min() >= 0 and c.max() < 1024 for c in codes)
 
@@ -191,7 +192,7 @@ def test_recordings_to_a_model_that_learned(tmp_path):
     model = DiaForConditionalGeneration.from_pretrained(out / "final")
     assert processor.feature_extractor.sampling_rate == CODEC_RATE
     assert processor.audio_tokenizer.config.n_codebooks == model.config.decoder_config.num_channels
-    waveform = processor.audio_tokenizer.decode(audio_codes=__import__("torch").zeros(1, 9, 10, dtype=int))
+    waveform = processor.audio_tokenizer.decode(audio_codes=torch.zeros(1, 9, 10, dtype=torch.long))
     assert waveform.audio_values.shape[-1] == 10 * 128
 
 
@@ -203,3 +204,24 @@ def test_two_processes_encode_each_file_once(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "process 0: 6 samples, 6 encoded, 0 from the cache" in result.stdout
     assert "process 1: 6 samples, 0 encoded, 6 from the cache" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "codes, message",
+    [
+        (torch.randint(0, 1024, (10, 8)), r"bad.pt \(sample 2\): codes must be \(frames, 9\), got \(10, 8\)"),
+        (torch.full((10, 9), 2000), r"bad.pt \(sample 2\): codes must lie in 0..1023, got 2000..2000"),
+    ],
+    ids=["wrong_codebooks", "out_of_range"],
+)
+def test_precomputed_codes_that_the_model_cannot_read_name_the_file(tmp_path, codes, message):
+    from tpu_demo.data import CodesDataset
+
+    torch.save(torch.randint(0, 1024, (10, 9)), tmp_path / "good.pt")
+    torch.save(codes, tmp_path / "bad.pt")
+    lines = [json.dumps({"file": name, "text": "[S1] hi"}) for name in ("good.pt", "bad.pt")]
+    (tmp_path / "metadata.jsonl").write_text("\n".join(lines) + "\n")
+    dataset = CodesDataset(tmp_path)
+    assert dataset[0]["codes"].shape == (10, 9)
+    with pytest.raises(SystemExit, match=message):
+        dataset[1]
