@@ -181,6 +181,9 @@ def test_recordings_to_a_model_that_learned(tmp_path):
     assert_ok(result)
     assert "24 samples, 24 encoded, 0 from the cache, 8 stereo files downmixed to mono" in result.stdout
     assert summary(out)["last_loss"] < summary(out)["first_loss"]
+    # counted again in the closing summary, after the losses
+    assert summary(out)["data"].startswith(f"{manifest}: 24 samples, 24 encoded, 0 from the cache")
+    assert result.stdout.rindex("data: ") > result.stdout.rindex("train loss")
     assert snapshot(tmp_path / "user") == before  # nothing written into the user's folder
     assert len(list((out / "audio_codes").rglob("*.pt"))) == 24
 

@@ -47,7 +47,7 @@ def write_synthetic(data_dir, num_samples: int, num_channels: int = 9, seed: int
 class CodesDataset(torch.utils.data.Dataset):
     """Code files and their texts: a folder's `metadata.jsonl`, or `items` prepared from audio (absolute paths)."""
 
-    def __init__(self, data_dir, items=None, num_channels: int = 9):
+    def __init__(self, data_dir, items=None, num_channels: int = 9, description: str | None = None):
         self.data_dir = Path(data_dir)
         self.num_channels = num_channels
         metadata = self.data_dir / "metadata.jsonl"
@@ -58,6 +58,8 @@ class CodesDataset(torch.utils.data.Dataset):
         if items is None:
             items = [json.loads(line) for line in metadata.read_text().splitlines() if line.strip()]
         self.items = items
+        # what the run trains on, for its closing summary: preparation counts (truncated, dropped, ...) if any
+        self.description = description or f"{len(items)} samples of pre-computed codes from {self.data_dir}"
         missing = [item["file"] for item in self.items if not (self.data_dir / item["file"]).is_file()]
         if missing:
             raise DataError(

@@ -60,7 +60,8 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
     with state.main_process_first():
         prepared = prepare(rows, codec, cache_dir, data_args.max_audio_frames, data_args.too_long, progress)
     print(f"tpu_demo: process {state.process_index}: {prepared.summary()}", flush=True)
-    return CodesDataset(cache_dir, items=prepared.items, num_channels=channels)
+    description = f"{source}: {prepared.summary()}"
+    return CodesDataset(cache_dir, items=prepared.items, num_channels=channels, description=description)
 
 
 def save_processor(codec_name_or_path: str, final_dir) -> None:

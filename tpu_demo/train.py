@@ -326,6 +326,7 @@ def train(config, overrides=()) -> dict:
         * accelerator.num_processes
         / elapsed,
         "transformers": transformers.__version__,
+        "data": dataset.description,
     }
     if accelerator.is_main_process:
         (output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -335,6 +336,7 @@ def train(config, overrides=()) -> dict:
             f"train loss {fmt(summary['first_loss'])} -> {fmt(summary['last_loss'])}, eval loss "
             f"{summary['eval_loss']:.3f} on {summary['eval_samples']} samples, "
             f"{summary['train_samples_per_second']:.1f} samples/s\n"
+            f"data: {dataset.description}\n"
             f"model: {output_dir / 'final' if not interrupted else '(not final)'}; checkpoints: "
             f"{output_dir / 'checkpoints'}; details: {output_dir / 'summary.json'}"
         )
