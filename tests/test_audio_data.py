@@ -110,6 +110,16 @@ def test_bad_audio_names_the_file(tmp_path, content, message):
         load_audio(path, CODEC_RATE)
 
 
+def test_unreadable_audio_in_a_manifest_names_row_and_file(tmp_path):
+    from tpu_demo.audio import Codec, prepare, read_manifest
+
+    manifest = recordings(tmp_path / "user", count=3)
+    (tmp_path / "user/clips/01.wav").write_bytes(b"not audio")
+    codec = Codec(str(tiny_codec(tmp_path / "codec")))
+    with pytest.raises(SystemExit, match=r"row 3: .*clips/01.wav: unreadable audio"):
+        prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")
+
+
 def test_audio_is_encoded_once_then_read_from_the_cache(tmp_path):
     from tpu_demo.audio import Codec, prepare, read_manifest
 

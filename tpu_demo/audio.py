@@ -191,7 +191,10 @@ def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progr
         if target.is_file():
             result.cached += 1
         else:
-            samples, channels = load_audio(row.audio, codec.sampling_rate, row.data)
+            try:
+                samples, channels = load_audio(row.audio, codec.sampling_rate, row.data)
+            except DataError as error:  # name the row too: the user fixes the manifest, not the file name
+                raise DataError(f"row {row.row}: {str(error.code).removeprefix('tpu_demo: ')}") from None
             result.stereo += channels > 1
             codes = codec.encode(samples)
             partial = target.with_suffix(".tmp")
