@@ -187,12 +187,14 @@ def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progr
     cache.mkdir(parents=True, exist_ok=True)
     result = Prepared(items=[])
     for row in progress(rows) if progress else rows:
-        target = cache / f"{hashlib.sha256(row.content()).hexdigest()}.pt"
+        content = row.content()  # read once: it keys the cache and, when not cached, is decoded
+        target = cache / f"{hashlib.sha256(content).hexdigest()}.pt"
         if target.is_file():
             result.cached += 1
+            frames = torch.load(target, weights_only=True).shape[0]
         else:
             try:
-                samples, channels = load_audio(row.audio, codec.sampling_rate, row.data)
+                samples, channels = load_audio(row.audio, codec.sampling_rate, content)
             except DataError as error:  # name the row too: the user fixes the manifest, not the file name
                 raise DataError(f"row {row.row}: {str(error.code).removeprefix('tpu_demo: ')}") from None
             result.stereo += channels > 1
@@ -201,7 +203,7 @@ def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progr
             torch.save(codes, partial)
             partial.replace(target)  # whole or absent: an interrupted encoding leaves nothing half-written
             result.encoded += 1
-        frames = torch.load(target, weights_only=True).shape[0]
+            frames = codes.shape[0]
         if frames > max_frames:
             if too_long == "drop":
                 result.dropped.append(row.row)
