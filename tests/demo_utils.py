@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 from tests.testing_utils import ROOT, launch_env, worker_port
 
 CONFIG = ROOT / "tpu_demo/configs/tiny.yaml"
@@ -35,3 +37,12 @@ def losses_by_step(output_dir) -> dict[int, float]:
 
 def assert_ok(result):
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+
+
+def assert_same_weights(model_dir, other_dir):
+    from safetensors.torch import load_file
+
+    weights, other = load_file(Path(model_dir) / "model.safetensors"), load_file(Path(other_dir) / "model.safetensors")
+    assert weights.keys() == other.keys()
+    for name, tensor in weights.items():
+        assert torch.equal(tensor, other[name]), name

@@ -4,9 +4,8 @@ import json
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
-from tests.demo_utils import assert_ok, losses_by_step, metrics, run_demo, summary
+from tests.demo_utils import assert_ok, assert_same_weights, losses_by_step, metrics, run_demo, summary
 from tests.testing_utils import PATCHED, bug_on_unpatched, require_dia
 
 pytestmark = require_dia
@@ -22,7 +21,8 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
     out = tmp_path / "run"
     assert_ok(run_demo(out, "max_steps=60", "eval_steps=0", "save_steps=30"))
     result = summary(out)
-    assert result["distributed_type"] == "DistributedType.NO"
+    assert result["distributed_type"] == "DistributedType.NO" and result["compute_dtype"] == "float32"
+    assert result["xla"] is None
     assert result["last_loss"] < result["first_loss"] / 2
     assert (out / "checkpoints/step-30").is_dir() and (out / "checkpoints/step-60").is_dir()
 
@@ -64,13 +64,7 @@ def test_interrupted_run_resumes_exactly(tmp_path, stateful):
     assert_ok(run_demo(resumed, *common, f"resume_from_checkpoint={resumed / 'checkpoints/step-6'}", launcher=False))
 
     assert losses_by_step(resumed) == losses_by_step(straight)
-    final_straight, final_resumed = (
-        load_file(straight / "final/model.safetensors"),
-        load_file(resumed / "final/model.safetensors"),
-    )
-    assert final_straight.keys() == final_resumed.keys()
-    for name, tensor in final_straight.items():
-        assert torch.equal(tensor, final_resumed[name]), name
+    assert_same_weights(straight / "final", resumed / "final")
 
 
 def test_unpatched_stops_clearly(tmp_path):
@@ -124,6 +118,30 @@ def test_corrupt_checkpoint_is_refused_and_kept(tmp_path):
     assert result.returncode != 0
     assert f"cannot resume from {checkpoint}" in result.stderr
     assert (checkpoint / "model.safetensors").is_file() and (out / "final/model.safetensors").is_file()
+
+
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+def test_checkpoint_of_another_model_is_not_called_corrupt(tmp_path):
+    out = tmp_path / "run"
+    assert_ok(run_demo(out, "max_steps=1", "save_steps=1", "eval_steps=0", launcher=False))
+    checkpoint = out / "checkpoints/step-1"
+    result = run_demo(out, "tiny_hidden_size=32", f"resume_from_checkpoint={checkpoint}", launcher=False)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"cannot resume from {checkpoint}: its weights do not fit this model" in result.stderr
+    weights = checkpoint / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    result = run_demo(out, f"resume_from_checkpoint={checkpoint}", launcher=False)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"cannot resume from {checkpoint}: model.safetensors is corrupt" in result.stderr
+
+
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+@pytest.mark.parametrize("processes", [1, 2])
+def test_failed_run_ends_with_its_own_message_through_the_launcher(tmp_path, processes):
+    result = run_demo(tmp_path / "run", f"num_processes={processes}", "resume_from_checkpoint=/nonexistent/ckpt")
+    assert result.returncode == 1
+    assert "resume_from_checkpoint /nonexistent/ckpt is not a checkpoint directory" in result.stderr
+    assert "Traceback" not in result.stderr and "CalledProcessError" not in result.stderr
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly

@@ -1,20 +1,23 @@
 """On a real XLA device (torch_xla's PJRT CPU backend runs the TPU code path): the state and the fine-tune."""
 
+import subprocess
+import sys
+
 from accelerate import Accelerator
 from accelerate.utils import DistributedType
 
-from tests.demo_utils import assert_ok, metrics, run_demo, summary
+from tests.demo_utils import CONFIG, assert_ok, assert_same_weights, losses_by_step, run_demo, summary
 from tests.testing_utils import (
     PATCHED,
+    ROOT,
     AccelerateStateTestCase,
     bug_on_unpatched,
     capture_training_args_logs,
+    launch_env,
     make_training_args,
     require_dia,
     require_xla,
 )
-
-WARMUP_STEPS = 5
 
 
 @require_xla
@@ -43,16 +46,65 @@ class XlaStateTest(AccelerateStateTestCase):
             self.assertIn("runs on `xla:0` but `use_cpu=True`", warnings.text)
 
 
+# bf16, accumulation, eval with a smaller last batch (13 = 8 + 5), checkpoints and logging every other step
+XLA_RUN = (
+    "max_steps=12",
+    "mixed_precision=bf16",
+    "gradient_accumulation_steps=2",
+    "eval_steps=4",
+    "save_steps=4",
+    "logging_steps=2",
+)
+
+
 @require_xla
 @require_dia
-def test_fine_tune_on_xla_learns_without_recompiling(tmp_path):
-    out = tmp_path / "run"
-    result = run_demo(out, "max_steps=40", "logging_steps=1", "eval_steps=0", "save_steps=20")
-    assert_ok(result)
-    final = summary(out)
+def test_fine_tune_on_xla_resumes_exactly_without_recompiling(tmp_path):
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert_ok(run_demo(straight, *XLA_RUN))
+    assert_ok(run_demo(resumed, *XLA_RUN, "stop_after_steps=6"))
+    assert_ok(run_demo(resumed, *XLA_RUN, "resume_from_checkpoint=latest"))
+
+    final = summary(straight)
     assert final["distributed_type"] == "DistributedType.XLA" and final["device"].startswith("xla")
-    assert final["last_loss"] < final["first_loss"] / 2
-    compilations = [m["compilations"] for m in metrics(out) if "loss" in m]
-    assert compilations[WARMUP_STEPS - 1] > 0
-    assert compilations[WARMUP_STEPS - 1 :] == [compilations[WARMUP_STEPS - 1]] * (40 - WARMUP_STEPS + 1), compilations
-    assert final["eval_samples"] == final["eval_dataset_size"]
+    assert final["compute_dtype"] == "bfloat16"  # read from the forward, not from the flag
+    assert final["last_loss"] < final["first_loss"]
+    assert final["eval_samples"] == final["eval_unique_samples"] == final["eval_dataset_size"] == 13
+    assert losses_by_step(resumed) == losses_by_step(straight)
+    assert_same_weights(straight / "final", resumed / "final")
+
+    for run in (summary(straight), summary(resumed)):
+        xla = run["xla"]
+        # the graphs are compiled during warm-up; eval and save compile theirs on the first call only
+        assert xla["train"]["compilations_first"] > 0 and xla["train"]["compilations_later"] == 0, xla
+        assert xla["eval"]["calls"] >= 2 and xla["eval"]["compilations_later"] == 0, xla
+        assert xla["save"]["compilations_later"] == 0, xla
+        # no device value is read on the host inside a step, except the loss at logging steps
+        later_steps = range(run["steps"] - (xla["train"]["calls"] - xla["train"]["first_calls"]) + 1, run["steps"] + 1)
+        assert xla["train"]["transfers_later"] == len([s for s in later_steps if s % 2 == 0]) > 0, xla
+    assert summary(straight)["xla"]["save"]["calls"] == 3
+
+
+@require_xla
+@require_dia
+def test_tpu_launch_path_runs_fp32_in_fp32(tmp_path):
+    """`accelerate launch --tpu` as the launcher builds it for a TPU VM (accelerate's tpu_launcher, xmp.spawn),
+    run on the PJRT CPU device."""
+    out = tmp_path / "run"
+    settings = [f"output_dir={out}", "report_to=none", "max_steps=4", "eval_steps=0", "save_steps=0"]
+    script = (
+        "import os, sys\n"
+        "from tpu_demo.launch import accelerate_command, run_accelerate_launch\n"
+        "os.environ['PJRT_DEVICE'] = 'TPU'  # the command a TPU VM gets\n"
+        "cmd, env = accelerate_command(sys.argv[1], sys.argv[2:])\n"
+        "print(' '.join(cmd), flush=True)\n"
+        "os.environ['PJRT_DEVICE'] = 'CPU'  # run where this machine can\n"
+        "sys.exit(run_accelerate_launch(cmd, env))\n"
+    )
+    cmd = [sys.executable, "-c", script, str(CONFIG), *settings]
+    result = subprocess.run(cmd, env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert_ok(result)
+    assert "--tpu --main_training_function main" in result.stdout
+    final = summary(out)
+    assert final["distributed_type"] == "DistributedType.XLA" and final["compute_dtype"] == "float32"
+    assert (out / "final/model.safetensors").is_file()

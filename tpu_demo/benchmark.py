@@ -4,7 +4,8 @@
     python -m tpu_demo.benchmark --encode     # seconds of audio a DAC encodes per second (data preparation)
 
 Each loop runs in its own process (so peak memory is its own) over the same tiny Dia and the same batches.
-Prints steady-state step time, samples/s, peak RSS and, on XLA, compilations after warm-up.
+Prints steady-state step time, samples/s, peak RSS and, on XLA, compilations after warm-up and device-to-host
+transfers per step, for the loop as it is and as it was before the XLA fixes.
 """
 
 import argparse
@@ -32,33 +33,46 @@ def batches(data_dir, batch_size, count, seed=0):
     return out[:count]
 
 
+def xla_counts():
+    from tpu_demo.xla_counters import _counts
+
+    return _counts()
+
+
 def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
+    """`plain`: PyTorch alone; `accelerate`: the program's `train_step` and model; `accelerate-before` (XLA only):
+    the loop as it was before the XLA fixes (sdpa attention with its host-side mask checks, the batch's index tensor
+    kept on the device every step)."""
     from accelerate import Accelerator
-    from accelerate.utils import set_seed
+    from accelerate.utils import DistributedType, set_seed
     from transformers import DiaForConditionalGeneration, get_scheduler
 
-    from tpu_demo.model import tiny_config
-    from tpu_demo.train import MODEL_INPUTS, init_optimizer_state, train_step, xla_compilations
+    from tpu_demo.model import register_static_mask_attention, tiny_config
+    from tpu_demo.train import MODEL_INPUTS, init_optimizer_state, train_step
 
     set_seed(0)
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         data = batches(tmp, batch_size, warmup + steps)
-    model = DiaForConditionalGeneration(tiny_config())
+    accelerator = Accelerator() if mode != "plain" else None
+    on_xla = accelerator is not None and accelerator.distributed_type == DistributedType.XLA
+    options = {"attn_implementation": register_static_mask_attention()} if on_xla and mode == "accelerate" else {}
+    model = DiaForConditionalGeneration._from_config(tiny_config(), **options)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     scheduler = get_scheduler("constant", optimizer)
-    accelerator = None
-    if mode == "accelerate":
-        accelerator = Accelerator()
+    kept_on_device = []
+    if accelerator is not None:
         model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
         init_optimizer_state(optimizer.optimizer)
-        data = [{k: v.to(accelerator.device) for k, v in b.items()} for b in data]
-    times, compiled_at_warmup = [], None
+        data = [{k: torch.as_tensor(v).to(accelerator.device) for k, v in b.items()} for b in data]
+    times, at_warmup = [], None
     for i, batch in enumerate(data):
         start = time.perf_counter()
         if accelerator is not None:
             loss = train_step(accelerator, model, batch, optimizer, scheduler, 1.0)
-            if accelerator.distributed_type == "XLA":
+            if mode == "accelerate-before":
+                kept_on_device.append(batch["index"])
+            if on_xla:
                 import torch_xla.core.xla_model as xm
 
                 xm.mark_step()
@@ -71,8 +85,8 @@ def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
             scheduler.step()
             optimizer.zero_grad()
         times.append(time.perf_counter() - start)
-        if i == warmup - 1 and accelerator is not None:
-            compiled_at_warmup = xla_compilations(accelerator)
+        if i == warmup - 1 and on_xla:
+            at_warmup = xla_counts()
     steady = times[warmup:]
     result = {
         "mode": mode,
@@ -80,10 +94,12 @@ def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
         "step_ms_median": 1000 * statistics.median(steady),
         "samples_per_s": batch_size / statistics.median(steady),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "final_loss": float(loss.detach().cpu()),
     }
-    if accelerator is not None and compiled_at_warmup is not None:
-        result["compilations_after_warmup"] = xla_compilations(accelerator) - compiled_at_warmup
+    if at_warmup is not None:
+        now = xla_counts()
+        result["compilations_after_warmup"] = now[0] - at_warmup[0]
+        result["transfers_per_step"] = (now[1] - at_warmup[1]) / steps
+    result["final_loss"] = float(loss.detach().cpu())
     return result
 
 
@@ -118,7 +134,7 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each loop; medians reported")
-    parser.add_argument("--mode", choices=["plain", "accelerate"], help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=["plain", "accelerate", "accelerate-before"], help=argparse.SUPPRESS)
     parser.add_argument("--encode", action="store_true", help="only the audio encoding speed")
     args = parser.parse_args(argv)
     if args.encode:
@@ -127,7 +143,11 @@ def main(argv=None) -> int:
     if args.mode:
         print(json.dumps(run_loop(args.mode, args.steps, args.warmup, args.batch_size)))
         return 0
+    from accelerate.utils import is_torch_xla_available
+
     runs = {"plain": [], "accelerate": []}
+    if is_torch_xla_available():
+        runs["accelerate-before"] = []
     for _ in range(args.rounds):
         for mode in runs:
             cmd = [sys.executable, "-m", "tpu_demo.benchmark", "--mode", mode, "--steps", str(args.steps)]
@@ -140,14 +160,19 @@ def main(argv=None) -> int:
         summary[mode] = {key: statistics.median(result[key] for result in results) for key in numbers}
         summary[mode]["device"] = results[0]["device"]
     overhead = summary["accelerate"]["step_ms_median"] / summary["plain"]["step_ms_median"] - 1
-    print(f"{'loop':<12}{'device':<10}{'step ms':>10}{'samples/s':>12}{'peak RSS MB':>14}")
+    print(f"{'loop':<19}{'device':<8}{'step ms':>9}{'samples/s':>11}{'peak RSS MB':>13}{'compiled':>10}{'to host':>9}")
     for mode, s in summary.items():
+        xla = ""
+        if "compilations_after_warmup" in s:
+            xla = f"{s['compilations_after_warmup']:>10.0f}{s['transfers_per_step']:>9.2f}"
         print(
-            f"{mode:<12}{s['device']:<10}{s['step_ms_median']:>10.2f}{s['samples_per_s']:>12.1f}{s['peak_rss_mb']:>14.0f}"
+            f"{mode:<19}{s['device']:<8}{s['step_ms_median']:>9.2f}{s['samples_per_s']:>11.1f}"
+            f"{s['peak_rss_mb']:>13.0f}{xla}"
         )
-    print(f"Accelerate step time vs plain loop: {overhead:+.1%} (target: within +5% on eager CPU)")
-    if "compilations_after_warmup" in summary["accelerate"]:
-        print(f"XLA compilations after warm-up: {summary['accelerate']['compilations_after_warmup']} (target 0)")
+    if "accelerate-before" in summary:
+        print("compiled: XLA graphs compiled after warm-up; to host: device-to-host transfers per step (target: 0, 0)")
+    else:
+        print(f"Accelerate step time vs plain loop: {overhead:+.1%} (target: within +5% on eager CPU)")
     return 0
 
 

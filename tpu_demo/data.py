@@ -134,5 +134,5 @@ class DiaCollator:
             "decoder_input_ids": delayed[:, :-1],
             "decoder_attention_mask": mask[:, :-1],
             "labels": labels.transpose(1, 2).reshape(len(samples) * num_channels, -1).long(),
-            "index": torch.tensor([s["index"] for s in samples]),
+            "index": [s["index"] for s in samples],  # host ints: device loaders pass them through untouched
         }

@@ -25,25 +25,26 @@ def detect_distributed_type(launch) -> str:
 
 
 def accelerate_command(config, overrides=()):
-    """The `accelerate launch` command line and environment for `config`."""
+    """The `accelerate launch` arguments for `config`, and the environment variables to set for it."""
     launch = parse_launch(load_raw(config, overrides))
     distributed_type = launch.distributed_type
     if distributed_type == "auto":
         distributed_type = detect_distributed_type(launch)
-    env = dict(os.environ)
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", str(launch.num_machines)]
-    cmd += ["--mixed_precision", launch.mixed_precision, "--dynamo_backend", "no"]
+    env = {}
+    cmd = ["--num_machines", str(launch.num_machines), "--mixed_precision", launch.mixed_precision]
+    cmd += ["--dynamo_backend", "no"]
     num_processes = launch.num_processes
     if distributed_type in ("MULTI_CPU", "MULTI_GPU"):
         cmd += ["--multi_gpu"]
         if distributed_type == "MULTI_CPU":
             env["ACCELERATE_USE_CPU"] = "true"  # `--cpu` would force a single process
     elif distributed_type == "XLA":
-        if env.get("PJRT_DEVICE", "TPU") == "CPU":
+        if os.environ.get("PJRT_DEVICE", "TPU") == "CPU":
             num_processes = 1  # XLA:CPU has no collectives: one replica
-            env.setdefault("LOCAL_RANK", "0")  # else accelerate sees local_process_index -1 on a non-TPU XLA device
+            if "LOCAL_RANK" not in os.environ:  # else accelerate sees local_process_index -1 on a non-TPU XLA device
+                env["LOCAL_RANK"] = "0"
         else:
-            cmd += ["--tpu"]
+            cmd += ["--tpu", "--main_training_function", "main"]
     else:
         num_processes = 1
     cmd += ["--num_processes", str(num_processes)]
@@ -53,6 +54,24 @@ def accelerate_command(config, overrides=()):
     return cmd, env
 
 
+def run_accelerate_launch(cmd, env) -> int:
+    """accelerate's launcher, in this process: a failed run ends with its own message and exit code, not with a
+    traceback of the launcher's (`CalledProcessError` from one process, `ChildFailedError` from several)."""
+    from accelerate.commands.launch import launch_command, launch_command_parser
+    from accelerate.utils import patch_environment
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    args = launch_command_parser().parse_args(cmd)
+    try:
+        with patch_environment(**env):
+            launch_command(args)
+    except subprocess.CalledProcessError as error:
+        return error.returncode
+    except ChildFailedError as error:
+        return error.get_first_failure()[1].exitcode
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="tpu_demo.launch", description=__doc__.splitlines()[0])
     parser.add_argument("config")
@@ -60,10 +79,10 @@ def main(argv=None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     args = parser.parse_args(argv)
     cmd, env = accelerate_command(args.config, args.overrides)
-    print("+ " + shlex.join(cmd), flush=True)
+    print("+ " + shlex.join([*(f"{k}={v}" for k, v in env.items()), "accelerate", "launch", *cmd]), flush=True)
     if args.dry_run:
         return 0
-    return subprocess.run(cmd, env=env).returncode
+    return run_accelerate_launch(cmd, env)
 
 
 if __name__ == "__main__":

@@ -57,15 +57,36 @@ def model_config(model_args) -> DiaConfig:
     return tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers)
 
 
-def build_model(model_args) -> DiaForConditionalGeneration:
-    """`model` (local folder or hub id) in `dtype`, or the tiny random Dia."""
+# Eager attention with masks always built on the device. transformers' mask helpers otherwise ask the host whether a
+# padding mask may be skipped (`mask.all()`): a device-to-host transfer in every forward on XLA. Eager, not sdpa:
+# under XLA's bf16 autocast sdpa meets mixed dtypes (it is not on XLA's autocast list).
+STATIC_MASK_ATTENTION = "eager_static_mask"
+
+
+def register_static_mask_attention() -> str:
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import eager_mask
+    from transformers.models.dia.modeling_dia import eager_attention_forward
+
+    def static_eager_mask(*args, **kwargs):
+        return eager_mask(*args, **{**kwargs, "allow_is_bidirectional_skip": False})
+
+    AttentionInterface.register(STATIC_MASK_ATTENTION, eager_attention_forward)
+    AttentionMaskInterface.register(STATIC_MASK_ATTENTION, static_eager_mask)
+    return STATIC_MASK_ATTENTION
+
+
+def build_model(model_args, attn_implementation=None) -> DiaForConditionalGeneration:
+    """`model` (local folder or hub id) in `dtype`, or the tiny random Dia; `attn_implementation` None: the default."""
+    options = {"attn_implementation": attn_implementation} if attn_implementation else {}
     if not model_args.model:
-        return DiaForConditionalGeneration(tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers))
+        config = tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers)
+        return DiaForConditionalGeneration._from_config(config, **options)
     dtype = getattr(torch, model_args.dtype)
     # transformers renamed `torch_dtype` to `dtype` in 4.56
     keyword = "dtype" if tuple(map(int, transformers.__version__.split(".")[:2])) >= (4, 56) else "torch_dtype"
     try:
-        return DiaForConditionalGeneration.from_pretrained(model_args.model, **{keyword: dtype})
+        return DiaForConditionalGeneration.from_pretrained(model_args.model, **{keyword: dtype}, **options)
     except OSError as error:
         raise SystemExit(
             f"tpu_demo: model {model_args.model}: not a Dia folder in transformers format, nor a hub id that can be "

@@ -4,6 +4,7 @@ accelerate launch -m tpu_demo.train tpu_demo/configs/tiny.yaml [key=value ...]
 """
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -17,11 +18,13 @@ from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_
 from tqdm.auto import tqdm
 from transformers import get_scheduler
 
-from tpu_demo.arguments import ConfigError, load_raw, parse_all, parse_launch
+from tpu_demo.arguments import load_raw, parse_all, parse_launch
+from tpu_demo.checkpoint import checkpoint_dir, load_checkpoint, resolve_resume, save_checkpoint
 from tpu_demo.data import DiaCollator
 from tpu_demo.loss import CodebookLoss
-from tpu_demo.model import build_model
+from tpu_demo.model import build_model, register_static_mask_attention
 from tpu_demo.prepare import save_processor, training_data
+from tpu_demo.xla_counters import XlaCounters
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "labels")
 
@@ -84,6 +87,32 @@ def parse_after_accelerator(accelerator, raw):
     return parsed
 
 
+def xla_bf16(accelerator) -> bool:
+    return accelerator.distributed_type == DistributedType.XLA and accelerator.mixed_precision == "bf16"
+
+
+def forward_precision(accelerator):
+    """bf16 autocast on XLA. accelerate 1.15 autocasts there only off a TPU; on a TPU it sets XLA_USE_BF16, which
+    torch_xla 2.6+ no longer reads, so training would silently stay fp32. Elsewhere accelerate's own autocast works."""
+    if xla_bf16(accelerator):
+        return torch.autocast("xla", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+class ComputeDtype:
+    """The dtype the model's first Linear layer computed in: what mixed precision really did, read from the forward
+    (host-side metadata, no device sync)."""
+
+    def __init__(self, model):
+        layer = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+        self.dtype = None
+        self.handle = layer.register_forward_hook(self.record)
+
+    def record(self, module, args, output):
+        self.dtype = str(output.dtype).removeprefix("torch.")
+        self.handle.remove()
+
+
 def init_optimizer_state(optimizer) -> None:
     """AdamW's state made before the first step, so the first step traces the same graph as every later one."""
     for group in optimizer.param_groups:
@@ -96,7 +125,7 @@ def init_optimizer_state(optimizer) -> None:
 
 def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, loss_fn=None):
     """One micro-batch; accelerate decides when gradients sync and the optimizer really steps."""
-    with accelerator.accumulate(model):
+    with accelerator.accumulate(model), forward_precision(accelerator):
         if loss_fn is None or loss_fn.is_models_own:
             loss = model(**{k: batch[k] for k in MODEL_INPUTS}).loss
         else:
@@ -125,53 +154,26 @@ def evaluate(accelerator, model, loader):
     model.eval()
     losses, indices = [], []
     for batch in loader:
-        with torch.no_grad():
+        with torch.no_grad(), forward_precision(accelerator):
             logits = model(**{k: batch[k] for k in MODEL_INPUTS}).logits
         loss = per_sample_loss(logits, batch["labels"], batch["input_ids"].shape[0])
         losses.append(accelerator.gather_for_metrics(loss))
-        indices.append(accelerator.gather_for_metrics(batch["index"]))
+        indices.append(accelerator.gather_for_metrics(torch.tensor(batch["index"], device=accelerator.device)))
     model.train()
     losses, indices = torch.cat(losses), torch.cat(indices)
     return {"eval_loss": losses.mean().item(), "eval_samples": losses.numel(), "eval_indices": indices.tolist()}
 
 
-def xla_compilations(accelerator):
-    """Graphs XLA has compiled so far (a host-side counter, no device sync); None off XLA."""
-    if accelerator.distributed_type != DistributedType.XLA:
-        return None
-    import torch_xla.debug.metrics as xla_metrics
-
-    data = xla_metrics.metric_data("CompileTime")
-    return data[0] if data else 0
-
-
-def save_checkpoint(accelerator, model, path: Path) -> None:
-    """accelerate's full training state, plus the model's config: `from_pretrained(checkpoint)` then works too."""
-    accelerator.save_state(str(path))
+def save_final(accelerator, model, path: Path) -> None:
+    """Every process takes part in collecting the weights (a collective under FSDP/DeepSpeed); only the main process
+    copies them to the host (safetensors needs host tensors, XLA's have no storage) and writes them."""
+    state_dict = accelerator.get_state_dict(model)
     if accelerator.is_main_process:
-        accelerator.unwrap_model(model).config.save_pretrained(path)
-
-
-def checkpoint_dir(output_dir, step) -> Path:
-    return Path(output_dir) / "checkpoints" / f"step-{step}"
-
-
-def resolve_resume(path, output_dir):
-    if path == "latest":
-        found = sorted((Path(output_dir) / "checkpoints").glob("step-*"), key=lambda p: int(p.name[5:]))
-        if not found:
-            raise ConfigError(f"resume_from_checkpoint: latest, but {output_dir}/checkpoints has none")
-        return found[-1]
-    if not Path(path).is_dir():
-        raise ConfigError(f"resume_from_checkpoint {path} is not a checkpoint directory")
-    return Path(path)
-
-
-def load_checkpoint(accelerator, path) -> None:
-    try:
-        accelerator.load_state(str(path))
-    except Exception as error:  # a truncated or foreign checkpoint: say which, keep the traceback for details
-        raise ConfigError(f"cannot resume from {path}: {type(error).__name__}: {error}") from error
+        accelerator.unwrap_model(model).save_pretrained(
+            path, state_dict={k: v.cpu() for k, v in state_dict.items()}, save_function=accelerator.save
+        )
+    del state_dict
+    accelerator.wait_for_everyone()
 
 
 def fmt(loss) -> str:
@@ -193,7 +195,8 @@ def train(config, overrides=()) -> dict:
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
 
-    model = build_model(model_args)
+    on_xla = accelerator.distributed_type == DistributedType.XLA
+    model = build_model(model_args, attn_implementation=register_static_mask_attention() if on_xla else None)
     dataset = training_data(data_args, model.config, output_dir, args.seed, model_args.model)
     channels = model.config.decoder_config.num_channels
     loss_fn = CodebookLoss(channels, loss_args.codebook_weights, loss_args.loss_on_audio_tokens_only)
@@ -242,6 +245,10 @@ def train(config, overrides=()) -> dict:
         expose_xla_loader_dataset()
     progress = Progress()
     accelerator.register_for_checkpointing(progress)
+    # The step's graph repeats with the logging period and runs one step late (at the next batch): two periods and one
+    # step compile every variant. summary.json counts compilations in them apart from the rest.
+    counters = XlaCounters(accelerator, warmup_steps=2 * args.logging_steps + 1)
+    compute_dtype = ComputeDtype(accelerator.unwrap_model(model))
     if args.resume_from_checkpoint:
         load_checkpoint(accelerator, resolve_resume(args.resume_from_checkpoint, output_dir))
         accelerator.print(f"resumed at step {progress.step} (epoch {progress.epoch})")
@@ -262,7 +269,7 @@ def train(config, overrides=()) -> dict:
             loss = train_step(accelerator, model, batch, optimizer, scheduler, args.max_grad_norm, loss_fn)
             progress.batches_in_epoch += 1
             running_loss, window = running_loss + loss.detach(), window + 1
-            seen.append(batch["index"])
+            seen.extend(batch["index"])
             if not accelerator.sync_gradients:
                 continue
             progress.step += 1
@@ -272,16 +279,19 @@ def train(config, overrides=()) -> dict:
                 loss_value = accelerator.reduce(running_loss, "mean").item() / window
                 history.append(loss_value)
                 logged = {"loss": loss_value, "lr": scheduler.get_last_lr()[0]}
-                if accelerator.distributed_type == DistributedType.XLA:
-                    logged["compilations"] = xla_compilations(accelerator)
+                if counters.enabled:
+                    logged["compilations"] = counters.compilations()
                 log_metrics(accelerator, output_dir, logged, progress.step)
                 bar.set_postfix(loss=f"{loss_value:.3f}")
                 running_loss, window = torch.zeros((), device=accelerator.device), 0
+            counters.mark("train")
             if args.eval_steps and progress.step % int(args.eval_steps) == 0:
                 metrics = evaluate(accelerator, model, eval_loader)
                 log_metrics(accelerator, output_dir, metrics, progress.step)
+                counters.mark("eval")
             if args.save_steps and progress.step % int(args.save_steps) == 0:
                 save_checkpoint(accelerator, model, checkpoint_dir(output_dir, progress.step))
+                counters.mark("save")
             if progress.step == data_args.stop_after_steps or progress.step >= max_steps:
                 interrupted = progress.step < max_steps
                 break
@@ -292,26 +302,22 @@ def train(config, overrides=()) -> dict:
 
     if interrupted and not checkpoint_dir(output_dir, progress.step).exists():
         save_checkpoint(accelerator, model, checkpoint_dir(output_dir, progress.step))
+        counters.mark("save")
     final = evaluate(accelerator, model, eval_loader)
+    counters.mark("eval")
     accelerator.wait_for_everyone()  # every process reaches it; only the main process writes below
-    unwrapped = accelerator.unwrap_model(model)
     if not interrupted:
-        unwrapped.save_pretrained(
-            output_dir / "final",
-            is_main_process=accelerator.is_main_process,
-            save_function=accelerator.save,
-            # safetensors reads storage pointers, which XLA tensors do not have: hand it host copies
-            state_dict={k: v.cpu() for k, v in accelerator.get_state_dict(model).items()},
-        )
+        save_final(accelerator, model, output_dir / "final")
         if data_args.codec and accelerator.is_main_process:  # the processor that turns its codes into audio
             save_processor(data_args.codec, output_dir / "final")
-    seen_indices = torch.cat(seen).tolist() if seen else []
-    (output_dir / f"seen_rank{accelerator.process_index}.json").write_text(json.dumps(seen_indices))
+        counters.mark("final_save")
+    (output_dir / f"seen_rank{accelerator.process_index}.json").write_text(json.dumps(seen))
     summary = {
         "device": str(accelerator.device),
         "distributed_type": str(accelerator.distributed_type),
         "num_processes": accelerator.num_processes,
         "mixed_precision": accelerator.mixed_precision,
+        "compute_dtype": compute_dtype.dtype,
         "steps": progress.step,
         "interrupted": interrupted,
         "first_loss": history[0] if history else None,
@@ -326,6 +332,7 @@ def train(config, overrides=()) -> dict:
         * accelerator.num_processes
         / elapsed,
         "transformers": transformers.__version__,
+        "xla": counters.summary(),
         "data": dataset.description,
     }
     if accelerator.is_main_process:

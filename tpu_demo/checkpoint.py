@@ -1,0 +1,79 @@
+"""Checkpoints: accelerate's `save_state`/`load_state`, a check that tells a corrupt checkpoint from a failing load,
+and model weights read on the host (safetensors cannot load into XLA tensors in place)."""
+
+import zipfile
+from pathlib import Path
+
+import torch
+from accelerate.utils import SAFE_WEIGHTS_NAME, WEIGHTS_NAME
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file
+
+from tpu_demo.arguments import ConfigError
+
+
+def checkpoint_dir(output_dir, step) -> Path:
+    return Path(output_dir) / "checkpoints" / f"step-{step}"
+
+
+def save_checkpoint(accelerator, model, path: Path) -> None:
+    """accelerate's full training state, plus the model's config: `from_pretrained(checkpoint)` then works too."""
+    accelerator.save_state(str(path))
+    if accelerator.is_main_process:
+        accelerator.unwrap_model(model).config.save_pretrained(path)
+
+
+def resolve_resume(path, output_dir) -> Path:
+    if path == "latest":
+        found = sorted((Path(output_dir) / "checkpoints").glob("step-*"), key=lambda p: int(p.name[5:]))
+        if not found:
+            raise ConfigError(f"resume_from_checkpoint: latest, but {output_dir}/checkpoints has none")
+        return found[-1]
+    if not Path(path).is_dir():
+        raise ConfigError(f"resume_from_checkpoint {path} is not a checkpoint directory")
+    return Path(path)
+
+
+def verify_checkpoint(path: Path) -> None:
+    """Every file `save_state` wrote is whole (zip CRCs of torch files, the safetensors header against the file size);
+    a checkpoint is called corrupt only here, so a load that fails later is reported as what it is."""
+    if not (path / SAFE_WEIGHTS_NAME).is_file() and not (path / WEIGHTS_NAME).is_file():
+        raise ConfigError(f"cannot resume from {path}: it has no {SAFE_WEIGHTS_NAME} or {WEIGHTS_NAME}")
+    for file in sorted(path.iterdir()):
+        try:
+            if file.suffix == ".safetensors":
+                with safe_open(str(file), framework="pt") as weights:
+                    for name in weights.keys():
+                        weights.get_slice(name)
+            elif file.suffix in (".bin", ".pkl", ".pt"):
+                with zipfile.ZipFile(file) as archive:
+                    bad = archive.testzip()
+                if bad is not None:
+                    raise ValueError(f"member {bad} fails its checksum")
+        except (SafetensorError, zipfile.BadZipFile, ValueError, OSError) as error:
+            raise ConfigError(f"cannot resume from {path}: {file.name} is corrupt ({error})") from None
+
+
+def load_model_weights_on_host(models, input_dir) -> None:
+    """A `load_state` pre-hook: the weights are read into host memory and copied into the model, on any device."""
+    for index, model in enumerate(list(models)):
+        ending = f"_{index}" if index else ""
+        safe = Path(input_dir) / SAFE_WEIGHTS_NAME.replace(".safetensors", f"{ending}.safetensors")
+        if safe.is_file():
+            state = load_file(safe, device="cpu")
+        else:
+            state = torch.load(Path(input_dir) / WEIGHTS_NAME.replace(".bin", f"{ending}.bin"), map_location="cpu")
+        try:
+            model.load_state_dict(state)
+        except RuntimeError as error:  # whole files, but another model's weights
+            raise ConfigError(f"cannot resume from {input_dir}: its weights do not fit this model: {error}") from None
+        models.remove(model)
+
+
+def load_checkpoint(accelerator, path: Path) -> None:
+    verify_checkpoint(path)
+    handle = accelerator.register_load_state_pre_hook(load_model_weights_on_host)
+    try:
+        accelerator.load_state(str(path))
+    finally:
+        handle.remove()
