@@ -187,7 +187,7 @@ def test_recordings_to_a_model_that_learned(tmp_path):
     out = tmp_path / "run"
     settings = [f"dataset={manifest}", f"codec={tiny_codec(tmp_path / 'codec')}", "eval_samples=4"]
     settings += ["codebook_weights=[4,1,1,1,1,1,1,1,1]", "loss_on_audio_tokens_only=true"]  # the originals' loss
-    result = run_demo(out, *settings, "max_steps=30", "max_audio_frames=64", "eval_steps=0", "save_steps=0")
+    result = run_demo(out, *settings, "max_steps=30", "max_audio_frames=64", "eval_strategy=no", "save_strategy=no")
     assert_ok(result)
     assert "24 samples, 24 encoded, 0 from the cache, 8 stereo files downmixed to mono" in result.stdout
     assert summary(out)["last_loss"] < summary(out)["first_loss"]

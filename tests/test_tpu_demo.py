@@ -19,17 +19,23 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
     from tpu_demo.train import MODEL_INPUTS, per_sample_loss
 
     out = tmp_path / "run"
-    assert_ok(run_demo(out, "max_steps=60", "eval_steps=0", "save_steps=30"))
+    assert_ok(run_demo(out, "max_steps=60", "eval_strategy=no", "save_steps=20", "save_total_limit=2"))
     result = summary(out)
     assert result["distributed_type"] == "DistributedType.NO" and result["compute_dtype"] == "float32"
     assert result["xla"] is None
     assert result["last_loss"] < result["first_loss"] / 2
-    assert (out / "checkpoints/step-30").is_dir() and (out / "checkpoints/step-60").is_dir()
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-40", "step-60"]  # save_total_limit
+    logged = [m for m in metrics(out) if "loss" in m]
+    assert [m["step"] for m in logged] == list(range(5, 61, 5))
+    for m in logged:
+        assert m["grad_norm"] > 0 and m["tokens_per_s"] > 0 and m["peak_memory_mb"] > 0 and m["lr"] >= 0
 
     model = DiaForConditionalGeneration.from_pretrained(out / "final").eval()
-    DiaForConditionalGeneration.from_pretrained(out / "checkpoints/step-30")  # a checkpoint carries its config
+    DiaForConditionalGeneration.from_pretrained(out / "checkpoints/step-40")  # a checkpoint carries its config
     data = CodesDataset(out / "synthetic")
-    eval_set = [data[i] for i in range(len(data) - result["eval_dataset_size"], len(data))]
+    held_out = json.loads((out / "split.json").read_text())["eval"]
+    assert len(held_out) == result["eval_dataset_size"] and held_out != list(range(83, 96))  # random, seeded
+    eval_set = [data[i] for i in held_out]
     batch = DiaCollator(model.config.delay_pattern, 48, 24, text_dropout=0.0, seed=0)(eval_set)
     with torch.no_grad():
         logits = model(**{k: batch[k] for k in MODEL_INPUTS}).logits
@@ -55,7 +61,8 @@ def test_two_processes_shard_gather_and_write_once(tmp_path):
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 @pytest.mark.parametrize("stateful", [True, False], ids=["stateful_dataloader", "skip_first_batches"])
 def test_interrupted_run_resumes_exactly(tmp_path, stateful):
-    common = ["max_steps=14", "logging_steps=1", "eval_steps=0", "save_steps=0", f"stateful_dataloader={stateful}"]
+    common = ["max_steps=14", "logging_steps=1", "eval_strategy=no", "save_strategy=no"]
+    common.append(f"stateful_dataloader={stateful}")
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     assert_ok(run_demo(straight, *common, launcher=False))
     # 10 steps per epoch: interrupted mid-epoch, resumed across the epoch boundary.
@@ -68,7 +75,7 @@ def test_interrupted_run_resumes_exactly(tmp_path, stateful):
 
 
 def test_unpatched_stops_clearly(tmp_path):
-    result = run_demo(tmp_path / "run", "max_steps=2", "eval_steps=0", "save_steps=0", launcher=False)
+    result = run_demo(tmp_path / "run", "max_steps=2", "eval_strategy=no", "save_strategy=no", launcher=False)
     if PATCHED:
         assert_ok(result)
     else:
@@ -111,7 +118,7 @@ def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 def test_corrupt_checkpoint_is_refused_and_kept(tmp_path):
     out = tmp_path / "run"
-    assert_ok(run_demo(out, "max_steps=2", "save_steps=2", "eval_steps=0", launcher=False))
+    assert_ok(run_demo(out, "max_steps=2", "save_steps=2", "eval_strategy=no", launcher=False))
     checkpoint = out / "checkpoints/step-2"
     (checkpoint / "optimizer.bin").write_bytes(b"not a checkpoint")
     result = run_demo(out, "max_steps=4", f"resume_from_checkpoint={checkpoint}", launcher=False)
@@ -123,7 +130,7 @@ def test_corrupt_checkpoint_is_refused_and_kept(tmp_path):
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 def test_checkpoint_of_another_model_is_not_called_corrupt(tmp_path):
     out = tmp_path / "run"
-    assert_ok(run_demo(out, "max_steps=1", "save_steps=1", "eval_steps=0", launcher=False))
+    assert_ok(run_demo(out, "max_steps=1", "save_steps=1", "eval_strategy=no", launcher=False))
     checkpoint = out / "checkpoints/step-1"
     result = run_demo(out, "tiny_hidden_size=32", f"resume_from_checkpoint={checkpoint}", launcher=False)
     assert result.returncode != 0 and "Traceback" not in result.stderr
@@ -147,7 +154,10 @@ def test_failed_run_ends_with_its_own_message_through_the_launcher(tmp_path, pro
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 def test_interrupted_before_the_first_log_still_ends_cleanly(tmp_path):
     out = tmp_path / "run"
-    assert_ok(run_demo(out, "max_steps=10", "logging_steps=5", "stop_after_steps=2", "eval_steps=0", launcher=False))
+    settings = ["max_steps=10", "logging_steps=5", "stop_after_steps=2", "eval_strategy=no"]
+    settings.append("gradient_checkpointing=true")
+    assert_ok(run_demo(out, *settings, launcher=False))
     result = summary(out)
+    assert result["gradient_checkpointing"]  # read from the model
     assert result["interrupted"] and result["first_loss"] is None
     assert (out / "checkpoints/step-2").is_dir()

@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import pytest
 from accelerate import Accelerator
 from accelerate.utils import DistributedType
 
@@ -91,7 +92,7 @@ def test_tpu_launch_path_runs_fp32_in_fp32(tmp_path):
     """`accelerate launch --tpu` as the launcher builds it for a TPU VM (accelerate's tpu_launcher, xmp.spawn),
     run on the PJRT CPU device."""
     out = tmp_path / "run"
-    settings = [f"output_dir={out}", "report_to=none", "max_steps=4", "eval_steps=0", "save_steps=0"]
+    settings = [f"output_dir={out}", "report_to=none", "max_steps=4", "eval_strategy=no", "save_strategy=no"]
     script = (
         "import os, sys\n"
         "from tpu_demo.launch import accelerate_command, run_accelerate_launch\n"
@@ -108,3 +109,13 @@ def test_tpu_launch_path_runs_fp32_in_fp32(tmp_path):
     final = summary(out)
     assert final["distributed_type"] == "DistributedType.XLA" and final["compute_dtype"] == "float32"
     assert (out / "final/model.safetensors").is_file()
+
+
+@require_xla
+@pytest.mark.parametrize("value", ["false", "0", "no"])
+def test_use_torch_xla_off_is_read_as_accelerate_reads_it(value):
+    env = {**launch_env(), "USE_TORCH_XLA": value, "PJRT_DEVICE": "TPU"}
+    cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), "--dry-run"]
+    result = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "--tpu" not in result.stdout and "--num_processes 1" in result.stdout

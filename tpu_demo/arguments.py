@@ -104,6 +104,25 @@ class LossArguments:
 
 ARGUMENT_CLASSES = (LaunchArguments, ModelArguments, DataArguments, LossArguments, TrainingArguments)
 
+# The `TrainingArguments` fields the loop reads (tpu_demo/train.py and optimization.py). Any other one set to a value
+# other than its default is refused by name: nothing is accepted and ignored.
+HONOURED_TRAINING_ARGUMENTS = {
+    "output_dir", "seed", "accelerator_state_policy", "resume_from_checkpoint",
+    "per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps",
+    "max_steps", "num_train_epochs", "learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon",
+    "max_grad_norm", "optim", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio",
+    "logging_steps", "eval_strategy", "eval_steps", "save_strategy", "save_steps", "save_total_limit", "report_to",
+    "dataloader_num_workers", "dataloader_pin_memory", "gradient_checkpointing", "torch_compile",
+}  # fmt: skip
+# Settings that belong to another key here.
+MOVED_TRAINING_ARGUMENTS = {
+    "bf16": "mixed_precision: bf16",
+    "fp16": "mixed_precision: fp16",
+    "use_cpu": "distributed_type: NO (and no accelerator visible), or run without a GPU",
+    "evaluation_strategy": "eval_strategy",
+}
+STRATEGIES = ("no", "steps", "epoch")
+
 
 def parse_overrides(overrides) -> dict:
     """`key=value` pairs from the command line, values typed as YAML."""
@@ -123,7 +142,11 @@ def load_raw(path, overrides=()) -> dict:
         raw = yaml.safe_load(f) or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must hold a mapping of settings")
-    return raw | parse_overrides(overrides)
+    raw = raw | parse_overrides(overrides)
+    for key in ("mixed_precision", "eval_strategy", "save_strategy"):  # YAML 1.1 reads a bare `no` as false
+        if raw.get(key) is False:
+            raw[key] = "no"
+    return raw
 
 
 def parse_launch(raw: dict) -> LaunchArguments:
@@ -146,4 +169,23 @@ def parse_all(raw: dict):
         )
     if unknown:
         raise ConfigError(f"unknown config keys: {', '.join(unknown)}")
+    refuse_unused_training_arguments(raw)
     return HfArgumentParser(ARGUMENT_CLASSES).parse_dict(raw)
+
+
+def is_default(field_, value) -> bool:
+    default = field_.default_factory() if field_.default_factory is not dataclasses.MISSING else field_.default
+    return value == default or value == getattr(default, "value", default)
+
+
+def refuse_unused_training_arguments(raw: dict) -> None:
+    fields = TrainingArguments.__dataclass_fields__
+    for key, value in raw.items():
+        if key not in fields or key in HONOURED_TRAINING_ARGUMENTS or is_default(fields[key], value):
+            continue
+        if key in MOVED_TRAINING_ARGUMENTS:
+            raise ConfigError(f"{key}: not read by this fine-tuner; use {MOVED_TRAINING_ARGUMENTS[key]}")
+        raise ConfigError(f"{key}: a TrainingArguments setting this fine-tuner does not apply; remove it")
+    for key in ("eval_strategy", "save_strategy"):
+        if str(raw.get(key, "no")) not in STRATEGIES:
+            raise ConfigError(f"{key}: {raw[key]!r} is not one of {', '.join(STRATEGIES)}")

@@ -48,7 +48,8 @@ def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
     from transformers import DiaForConditionalGeneration, get_scheduler
 
     from tpu_demo.model import register_static_mask_attention, tiny_config
-    from tpu_demo.train import MODEL_INPUTS, init_optimizer_state, train_step
+    from tpu_demo.optimization import init_optimizer_state
+    from tpu_demo.train import MODEL_INPUTS, train_step
 
     set_seed(0)
     torch.set_num_threads(1)
@@ -69,7 +70,7 @@ def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
     for i, batch in enumerate(data):
         start = time.perf_counter()
         if accelerator is not None:
-            loss = train_step(accelerator, model, batch, optimizer, scheduler, 1.0)
+            loss, _ = train_step(accelerator, model, batch, optimizer, scheduler, 1.0)
             if mode == "accelerate-before":
                 kept_on_device.append(batch["index"])
             if on_xla:

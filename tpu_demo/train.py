@@ -8,6 +8,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -16,14 +17,15 @@ import transformers
 from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_xla_available, set_seed
 from tqdm.auto import tqdm
-from transformers import get_scheduler
 
-from tpu_demo.arguments import load_raw, parse_all, parse_launch
+from tpu_demo.arguments import ConfigError, load_raw, parse_all, parse_launch
 from tpu_demo.checkpoint import checkpoint_dir, load_checkpoint, resolve_resume, save_checkpoint
 from tpu_demo.data import DiaCollator
 from tpu_demo.loss import CodebookLoss
 from tpu_demo.model import build_model, register_static_mask_attention
+from tpu_demo.optimization import init_optimizer_state, make_optimizer, make_scheduler
 from tpu_demo.prepare import save_processor, training_data
+from tpu_demo.step_stats import StepStats
 from tpu_demo.xla_counters import XlaCounters
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "labels")
@@ -57,15 +59,34 @@ def expose_xla_loader_dataset() -> None:
         MpDeviceLoaderWrapper.dataset = property(lambda self: self._loader.dataset)
 
 
+def trackers(report_to) -> list[str]:
+    """`report_to` as accelerate trackers: `none`, `all` (every installed one), or names, each of which must be
+    installed (accelerate would drop a missing one with a log line only)."""
+    from accelerate.tracking import _available_trackers
+
+    available = [str(getattr(t, "value", t)) for t in _available_trackers]
+    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    if names in ([], ["none"]):
+        return []
+    if names == ["all"]:
+        return available
+    missing = [name for name in names if name not in available]
+    if missing:
+        raise ConfigError(
+            f"report_to: {', '.join(missing)} not installed here (pip install {' '.join(missing)}); "
+            f"installed trackers: {', '.join(available) or 'none'}"
+        )
+    return names
+
+
 def make_accelerator(raw) -> Accelerator:
     """The Accelerator comes first, from the YAML's accelerate settings: `TrainingArguments` is parsed after it."""
     launch = parse_launch(raw)
-    report_to = raw.get("report_to", "all")
-    tracking = report_to not in ("none", ["none"], []) and importlib.util.find_spec("tensorboard") is not None
+    log_with = trackers(raw.get("report_to", "none"))
     return Accelerator(
         gradient_accumulation_steps=int(raw.get("gradient_accumulation_steps", 1)),
         mixed_precision=launch.mixed_precision,
-        log_with="tensorboard" if tracking else None,
+        log_with=log_with or None,
         project_dir=raw.get("output_dir", "outputs"),
         dataloader_config=DataLoaderConfiguration(
             use_seedable_sampler=True, use_stateful_dataloader=use_stateful_dataloader(raw)
@@ -113,16 +134,6 @@ class ComputeDtype:
         self.handle.remove()
 
 
-def init_optimizer_state(optimizer) -> None:
-    """AdamW's state made before the first step, so the first step traces the same graph as every later one."""
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            if p.requires_grad and not optimizer.state[p]:
-                optimizer.state[p]["step"] = torch.tensor(0.0, dtype=torch.float32)
-                optimizer.state[p]["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                optimizer.state[p]["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-
-
 def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, loss_fn=None):
     """One micro-batch; accelerate decides when gradients sync and the optimizer really steps."""
     with accelerator.accumulate(model), forward_precision(accelerator):
@@ -132,12 +143,13 @@ def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, l
             logits = model(**{k: batch[k] for k in MODEL_INPUTS if k != "labels"}).logits
             loss = loss_fn(logits, batch["labels"])
         accelerator.backward(loss)
+        grad_norm = None
         if accelerator.sync_gradients:
-            accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+            grad_norm = accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
-    return loss
+    return loss, grad_norm
 
 
 def per_sample_loss(logits, labels, batch_size):
@@ -187,6 +199,20 @@ def log_metrics(accelerator, output_dir, metrics, step) -> None:
             f.write(json.dumps({"step": step, **metrics}) + "\n")
 
 
+def split(dataset_size: int, eval_samples: int, seed: int) -> tuple[list[int], list[int]]:
+    """A random train/eval split, the same for the same seed (and so for a resumed run)."""
+    order = torch.randperm(dataset_size, generator=torch.Generator().manual_seed(seed)).tolist()
+    n_eval = min(eval_samples, dataset_size - 1)
+    return sorted(order[n_eval:]), sorted(order[:n_eval])
+
+
+def rotate_checkpoints(output_dir, limit) -> None:
+    """`save_total_limit`: only the newest `limit` checkpoints are kept."""
+    found = sorted((Path(output_dir) / "checkpoints").glob("step-*"), key=lambda p: int(p.name[5:]))
+    for old in found[: max(0, len(found) - limit)]:
+        shutil.rmtree(old)
+
+
 def train(config, overrides=()) -> dict:
     raw = load_raw(config, overrides)
     accelerator = make_accelerator(raw)
@@ -197,51 +223,43 @@ def train(config, overrides=()) -> dict:
 
     on_xla = accelerator.distributed_type == DistributedType.XLA
     model = build_model(model_args, attn_implementation=register_static_mask_attention() if on_xla else None)
+    if args.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     dataset = training_data(data_args, model.config, output_dir, args.seed, model_args.model)
     channels = model.config.decoder_config.num_channels
     loss_fn = CodebookLoss(channels, loss_args.codebook_weights, loss_args.loss_on_audio_tokens_only)
-    n_eval = min(data_args.eval_samples, len(dataset) - 1)
-    train_set = torch.utils.data.Subset(dataset, range(len(dataset) - n_eval))
-    eval_set = torch.utils.data.Subset(dataset, range(len(dataset) - n_eval, len(dataset)))
+    train_indices, eval_indices = split(len(dataset), data_args.eval_samples, args.seed)
+    if accelerator.is_main_process:
+        (output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
+    train_set, eval_set = (torch.utils.data.Subset(dataset, ids) for ids in (train_indices, eval_indices))
     shapes = (model.config.delay_pattern, data_args.max_text_tokens, data_args.max_audio_frames)
     collator = DiaCollator(*shapes, text_dropout=data_args.text_dropout, seed=args.seed)
+    loading = {
+        "num_workers": args.dataloader_num_workers,
+        "pin_memory": args.dataloader_pin_memory and accelerator.device.type == "cuda",  # pinning serves CUDA only
+    }
     train_loader = torch.utils.data.DataLoader(
         train_set,
         batch_size=args.per_device_train_batch_size,
         shuffle=True,
         drop_last=True,
         collate_fn=collator,
-        num_workers=args.dataloader_num_workers,
+        **loading,
     )
     eval_loader = torch.utils.data.DataLoader(  # evaluation never drops the text
-        eval_set,
-        batch_size=args.per_device_eval_batch_size,
-        collate_fn=DiaCollator(*shapes, text_dropout=0.0, seed=0),
-        num_workers=args.dataloader_num_workers,
+        eval_set, batch_size=args.per_device_eval_batch_size, collate_fn=DiaCollator(*shapes, 0.0, seed=0), **loading
     )
-    optimizer = torch.optim.AdamW(
-        model.parameters(),
-        lr=args.learning_rate,
-        weight_decay=args.weight_decay,
-        betas=(args.adam_beta1, args.adam_beta2),
-        eps=args.adam_epsilon,
-    )
+    optimizer = make_optimizer(args, model, accelerator.distributed_type)
     steps_per_epoch = max(1, len(train_loader) // (accelerator.num_processes * args.gradient_accumulation_steps))
     max_steps = args.max_steps if args.max_steps > 0 else int(args.num_train_epochs * steps_per_epoch)
-    # accelerate steps a prepared scheduler once per process: count the schedule in those units.
-    scheduler = get_scheduler(
-        args.lr_scheduler_type,
-        optimizer,
-        num_warmup_steps=args.get_warmup_steps(max_steps) * accelerator.num_processes,
-        num_training_steps=max_steps * accelerator.num_processes,
-    )
-    if args.torch_compile and accelerator.distributed_type != DistributedType.XLA:
+    scheduler = make_scheduler(args, optimizer, max_steps, accelerator.num_processes)
+    if args.torch_compile and not on_xla:
         model = torch.compile(model)
     model, optimizer, train_loader, eval_loader, scheduler = accelerator.prepare(
         model, optimizer, train_loader, eval_loader, scheduler
     )
     init_optimizer_state(optimizer.optimizer)
-    if accelerator.distributed_type == DistributedType.XLA:
+    if on_xla:
         expose_xla_loader_dataset()
     progress = Progress()
     accelerator.register_for_checkpointing(progress)
@@ -253,9 +271,19 @@ def train(config, overrides=()) -> dict:
         load_checkpoint(accelerator, resolve_resume(args.resume_from_checkpoint, output_dir))
         accelerator.print(f"resumed at step {progress.step} (epoch {progress.epoch})")
 
+    def evaluate_and_log():
+        log_metrics(accelerator, output_dir, evaluate(accelerator, model, eval_loader), progress.step)
+        counters.mark("eval")
+
+    def save():
+        save_checkpoint(accelerator, model, checkpoint_dir(output_dir, progress.step))
+        if args.save_total_limit and accelerator.is_main_process:
+            rotate_checkpoints(output_dir, args.save_total_limit)
+        counters.mark("save")
+
     accelerator.init_trackers("dia_finetune", config={"learning_rate": args.learning_rate, "max_steps": max_steps})
     bar = tqdm(total=max_steps, initial=progress.step, disable=not accelerator.is_local_main_process, desc="train")
-    running_loss, window, seen, history = torch.zeros((), device=accelerator.device), 0, [], []
+    stats, seen, history = StepStats(accelerator), [], []
     interrupted, started, timed_from = False, time.perf_counter(), progress.step
 
     model.train()
@@ -266,43 +294,41 @@ def train(config, overrides=()) -> dict:
         if progress.batches_in_epoch and not accelerator.dataloader_config.use_stateful_dataloader:
             loader = accelerator.skip_first_batches(train_loader, progress.batches_in_epoch)
         for batch in loader:
-            loss = train_step(accelerator, model, batch, optimizer, scheduler, args.max_grad_norm, loss_fn)
+            loss, grad_norm = train_step(accelerator, model, batch, optimizer, scheduler, args.max_grad_norm, loss_fn)
             progress.batches_in_epoch += 1
-            running_loss, window = running_loss + loss.detach(), window + 1
+            stats.add_micro_batch(loss, batch["labels"])
             seen.extend(batch["index"])
             if not accelerator.sync_gradients:
                 continue
             progress.step += 1
+            stats.add_step(grad_norm)
             bar.update(1)
             if progress.step % args.logging_steps == 0 or progress.step == max_steps:
-                # the only host sync in the loop, at log intervals
-                loss_value = accelerator.reduce(running_loss, "mean").item() / window
-                history.append(loss_value)
-                logged = {"loss": loss_value, "lr": scheduler.get_last_lr()[0]}
+                logged = stats.read(scheduler.get_last_lr()[0])  # the only host read in the loop
+                history.append(logged["loss"])
                 if counters.enabled:
                     logged["compilations"] = counters.compilations()
                 log_metrics(accelerator, output_dir, logged, progress.step)
-                bar.set_postfix(loss=f"{loss_value:.3f}")
-                running_loss, window = torch.zeros((), device=accelerator.device), 0
+                bar.set_postfix(loss=f"{logged['loss']:.3f}")
             counters.mark("train")
-            if args.eval_steps and progress.step % int(args.eval_steps) == 0:
-                metrics = evaluate(accelerator, model, eval_loader)
-                log_metrics(accelerator, output_dir, metrics, progress.step)
-                counters.mark("eval")
-            if args.save_steps and progress.step % int(args.save_steps) == 0:
-                save_checkpoint(accelerator, model, checkpoint_dir(output_dir, progress.step))
-                counters.mark("save")
+            if args.eval_strategy == "steps" and args.eval_steps and progress.step % int(args.eval_steps) == 0:
+                evaluate_and_log()
+            if args.save_strategy == "steps" and args.save_steps and progress.step % int(args.save_steps) == 0:
+                save()
             if progress.step == data_args.stop_after_steps or progress.step >= max_steps:
                 interrupted = progress.step < max_steps
                 break
         else:
             progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
+            if args.eval_strategy == "epoch":
+                evaluate_and_log()
+            if args.save_strategy == "epoch":
+                save()
     bar.close()
     elapsed = time.perf_counter() - started
 
     if interrupted and not checkpoint_dir(output_dir, progress.step).exists():
-        save_checkpoint(accelerator, model, checkpoint_dir(output_dir, progress.step))
-        counters.mark("save")
+        save()
     final = evaluate(accelerator, model, eval_loader)
     counters.mark("eval")
     accelerator.wait_for_everyone()  # every process reaches it; only the main process writes below
@@ -318,6 +344,7 @@ def train(config, overrides=()) -> dict:
         "num_processes": accelerator.num_processes,
         "mixed_precision": accelerator.mixed_precision,
         "compute_dtype": compute_dtype.dtype,
+        "gradient_checkpointing": accelerator.unwrap_model(model).is_gradient_checkpointing,
         "steps": progress.step,
         "interrupted": interrupted,
         "first_loss": history[0] if history else None,
