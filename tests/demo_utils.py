@@ -46,3 +46,13 @@ def assert_same_weights(model_dir, other_dir):
     assert weights.keys() == other.keys()
     for name, tensor in weights.items():
         assert torch.equal(tensor, other[name]), name
+
+
+def tiny_codec(folder, n_codebooks=9) -> Path:
+    """A random DacModel small enough for tests (16 kHz, hop 128), saved as a user's codec folder."""
+    from transformers import DacModel
+
+    from tpu_demo.model import tiny_codec_config
+
+    DacModel(tiny_codec_config(n_codebooks)).save_pretrained(folder)
+    return Path(folder)

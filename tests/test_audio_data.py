@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.demo_utils import CONFIG, assert_ok, run_demo, summary
+from tests.demo_utils import CONFIG, assert_ok, run_demo, summary, tiny_codec
 from tests.testing_utils import ROOT, accelerate_launch, bug_on_unpatched, require_dia
 
 soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
@@ -18,15 +18,6 @@ pytest.importorskip("soxr", reason="audio needs soundfile and soxr (pip install 
 pytestmark = require_dia
 
 CODEC_RATE = 16000
-
-
-def tiny_codec(folder: Path, n_codebooks=9) -> Path:
-    from transformers import DacModel
-
-    from tpu_demo.model import tiny_codec_config
-
-    DacModel(tiny_codec_config(n_codebooks)).save_pretrained(folder)
-    return folder
 
 
 def tone(seconds: float, rate: int, pitch: float, channels: int = 1, level: float = 0.5) -> np.ndarray:

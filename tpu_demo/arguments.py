@@ -102,7 +102,29 @@ class LossArguments:
     )
 
 
-ARGUMENT_CLASSES = (LaunchArguments, ModelArguments, DataArguments, LossArguments, TrainingArguments)
+@dataclass
+class SampleArguments:
+    sample_prompts: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "texts to speak during training, each a text or a mapping {text, speaker, language}; needs `codec`"
+        },
+    )
+    sample_every: int = field(default=0, metadata={"help": "optimizer steps between samples (and at the end); 0: end"})
+    sample_max_frames: int = field(default=0, metadata={"help": "audio frames to generate; 0: max_audio_frames"})
+    guidance_scale: float | None = field(
+        default=None, metadata={"help": "classifier-free guidance; default: the model's generation config, else 3.0"}
+    )
+    temperature: float | None = field(default=None, metadata={"help": "default: the model's, else 1.8"})
+    top_p: float | None = field(default=None, metadata={"help": "default: the model's, else 0.90"})
+    top_k: int | None = field(default=None, metadata={"help": "default: the model's, else 45"})
+
+    def sampling_overrides(self) -> dict:
+        return {"guidance_scale": self.guidance_scale, "temperature": self.temperature, "top_p": self.top_p,
+                "top_k": self.top_k}  # fmt: skip
+
+
+ARGUMENT_CLASSES = (LaunchArguments, ModelArguments, DataArguments, LossArguments, SampleArguments, TrainingArguments)
 
 # The `TrainingArguments` fields the loop reads (tpu_demo/train.py and optimization.py). Any other one set to a value
 # other than its default is refused by name: nothing is accepted and ignored.

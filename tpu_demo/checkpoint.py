@@ -17,10 +17,12 @@ def checkpoint_dir(output_dir, step) -> Path:
 
 
 def save_checkpoint(accelerator, model, path: Path) -> None:
-    """accelerate's full training state, plus the model's config: `from_pretrained(checkpoint)` then works too."""
+    """accelerate's full training state, plus the model's config and generation config: `from_pretrained(checkpoint)`
+    and `python -m tpu_demo.generate checkpoint` then work too."""
     accelerator.save_state(str(path))
     if accelerator.is_main_process:
         accelerator.unwrap_model(model).config.save_pretrained(path)
+        accelerator.unwrap_model(model).generation_config.save_pretrained(path)
 
 
 def resolve_resume(path, output_dir) -> Path:

@@ -15,7 +15,10 @@ def peak_memory_mb(accelerator) -> float:
     if accelerator.distributed_type == DistributedType.XLA:
         import torch_xla.core.xla_model as xm
 
-        info = xm.get_memory_info(accelerator.device)
+        try:
+            info = xm.get_memory_info(accelerator.device)
+        except RuntimeError:  # PJRT's CPU device keeps no allocator statistics
+            info = {}
         if info.get("peak_bytes_used"):
             return info["peak_bytes_used"] / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -199,6 +199,32 @@ def log_metrics(accelerator, output_dir, metrics, step) -> None:
             f.write(json.dumps({"step": step, **metrics}) + "\n")
 
 
+def sample_writer(accelerator, sample_args, data_args, model_config, output_dir, seed):
+    """The `SampleWriter` for `sample_prompts`, with the processor saved under output_dir/processor (checkpoints and
+    `python -m tpu_demo.generate` use it too); None without prompts. Sampling settings without prompts are refused."""
+    if not sample_args.sample_prompts:
+        given = [k for k, v in sample_args.sampling_overrides().items() if v is not None]
+        given += ["sample_every"] * bool(sample_args.sample_every) + ["sample_max_frames"] * bool(
+            sample_args.sample_max_frames
+        )
+        if given:
+            raise ConfigError(f"{', '.join(given)}: set, but there are no sample_prompts to generate")
+        return None
+    if not data_args.codec:
+        raise ConfigError("sample_prompts: needs `codec` (the DacModel that turns generated codes into audio)")
+    from transformers import DiaProcessor
+
+    from tpu_demo.samples import SampleWriter, check_prompts
+
+    if accelerator.is_main_process:
+        save_processor(data_args.codec, output_dir / "processor")
+    accelerator.wait_for_everyone()
+    processor = DiaProcessor.from_pretrained(output_dir / "processor")
+    texts = check_prompts(sample_args.sample_prompts, processor.tokenizer, data_args.max_text_tokens)
+    frames = (sample_args.sample_max_frames or data_args.max_audio_frames) + max(model_config.delay_pattern)
+    return SampleWriter(processor, texts, output_dir, frames, sample_args.sampling_overrides(), seed)
+
+
 def split(dataset_size: int, eval_samples: int, seed: int) -> tuple[list[int], list[int]]:
     """A random train/eval split, the same for the same seed (and so for a resumed run)."""
     order = torch.randperm(dataset_size, generator=torch.Generator().manual_seed(seed)).tolist()
@@ -216,7 +242,7 @@ def rotate_checkpoints(output_dir, limit) -> None:
 def train(config, overrides=()) -> dict:
     raw = load_raw(config, overrides)
     accelerator = make_accelerator(raw)
-    launch_args, model_args, data_args, loss_args, args = parse_after_accelerator(accelerator, raw)
+    launch_args, model_args, data_args, loss_args, sample_args, args = parse_after_accelerator(accelerator, raw)
     set_seed(args.seed)
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -228,6 +254,7 @@ def train(config, overrides=()) -> dict:
     dataset = training_data(data_args, model.config, output_dir, args.seed, model_args.model)
     channels = model.config.decoder_config.num_channels
     loss_fn = CodebookLoss(channels, loss_args.codebook_weights, loss_args.loss_on_audio_tokens_only)
+    samples = sample_writer(accelerator, sample_args, data_args, model.config, output_dir, args.seed)
     train_indices, eval_indices = split(len(dataset), data_args.eval_samples, args.seed)
     if accelerator.is_main_process:
         (output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
@@ -315,6 +342,9 @@ def train(config, overrides=()) -> dict:
                 evaluate_and_log()
             if args.save_strategy == "steps" and args.save_steps and progress.step % int(args.save_steps) == 0:
                 save()
+            if samples and sample_args.sample_every and progress.step % sample_args.sample_every == 0:
+                samples.write(accelerator, model, progress.step)
+                counters.mark("samples")
             if progress.step == data_args.stop_after_steps or progress.step >= max_steps:
                 interrupted = progress.step < max_steps
                 break
@@ -332,6 +362,9 @@ def train(config, overrides=()) -> dict:
     final = evaluate(accelerator, model, eval_loader)
     counters.mark("eval")
     accelerator.wait_for_everyone()  # every process reaches it; only the main process writes below
+    if samples and not interrupted and not (sample_args.sample_every and max_steps % sample_args.sample_every == 0):
+        samples.write(accelerator, model, progress.step)  # and at the end
+        counters.mark("samples")
     if not interrupted:
         save_final(accelerator, model, output_dir / "final")
         if data_args.codec and accelerator.is_main_process:  # the processor that turns its codes into audio
@@ -358,6 +391,9 @@ def train(config, overrides=()) -> dict:
         * args.gradient_accumulation_steps
         * accelerator.num_processes
         / elapsed,
+        "samples": sorted(str(p.relative_to(output_dir)) for p in (output_dir / "samples").glob("step-*"))
+        if samples
+        else [],
         "transformers": transformers.__version__,
         "xla": counters.summary(),
         "data": dataset.description,

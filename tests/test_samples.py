@@ -1,0 +1,124 @@
+"""Hearing the fine-tune: samples during training (two processes stay in step) and `python -m tpu_demo.generate`."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.demo_utils import assert_ok, run_demo, summary, tiny_codec
+from tests.testing_utils import ROOT, bug_on_unpatched, launch_env, require_dia
+
+soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
+pytestmark = require_dia
+
+PROMPTS = '["[S1] Hello there.", {text: "Guten Tag.", language: de, speaker: S2}]'
+
+
+@pytest.fixture(scope="module")
+def sampled_run(tmp_path_factory):
+    """Two processes, samples every 2 steps, a checkpoint at step 2; shared by the checks below."""
+    root = tmp_path_factory.mktemp("samples")
+    codec = tiny_codec(root / "codec")
+    out = root / "run"
+    settings = ["num_processes=2", "max_steps=4", "save_steps=2", "eval_strategy=no", f"codec={codec}"]
+    result = run_demo(out, *settings, f"sample_prompts={PROMPTS}", "sample_every=2", "sample_max_frames=20")
+    return out, result
+
+
+def generate(*args):
+    cmd = [sys.executable, "-m", "tpu_demo.generate", *map(str, args), "--max_new_tokens", "30"]
+    return subprocess.run(cmd, env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@bug_on_unpatched  # the program stops at the state on the published release: test_unpatched_stops_clearly
+def test_samples_are_written_at_the_codec_rate_by_the_main_process_only(sampled_run):
+    out, result = sampled_run
+    assert_ok(result)
+    assert summary(out)["samples"] == ["samples/step-2", "samples/step-4"]
+    for step in (2, 4):
+        files = sorted((out / "samples" / f"step-{step}").iterdir())
+        assert [f.name for f in files] == ["prompt-1.wav", "prompt-2.wav"]  # no partial files, one writer
+        for file in files:
+            info = soundfile.info(file)
+            assert (info.samplerate, info.channels) == (16000, 1)
+
+
+@bug_on_unpatched
+@pytest.mark.parametrize("source", ["final", "checkpoints/step-2"])
+def test_generate_writes_audio_from_final_and_from_a_checkpoint(sampled_run, tmp_path, source):
+    out, result = sampled_run
+    assert_ok(result)
+    wav = tmp_path / "said.wav"
+    generated = generate(out / source, "[S1] Hello there.", "--out", wav)
+    assert_ok(generated)
+    audio, rate = soundfile.read(wav)
+    assert rate == 16000 and audio.ndim == 1 and len(audio) > 0
+    prompted = generate(out / source, "[S1] More.", "--out", tmp_path / "more.wav", "--audio_prompt", wav,
+                        "--audio_prompt_text", "[S1] Hello there.")  # fmt: skip
+    assert_ok(prompted)
+    assert soundfile.info(tmp_path / "more.wav").samplerate == 16000
+
+
+@bug_on_unpatched
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("no_processor", "no DiaProcessor in"),
+        ("prompt_without_text", "--audio_prompt and --audio_prompt_text go together"),
+        ("missing_prompt", "--audio_prompt /nonexistent.wav does not exist"),
+        ("not_a_model", "is not a Dia model folder"),
+    ],
+)
+def test_generate_refuses_bad_input_clearly(sampled_run, tmp_path, case, message):
+    out, result = sampled_run
+    assert_ok(result)
+    args = {
+        "no_processor": [out / "checkpoints/step-2", "x", "--processor", tmp_path],
+        "prompt_without_text": [out / "final", "x", "--audio_prompt", out / "samples/step-2/prompt-1.wav"],
+        "missing_prompt": [out / "final", "x", "--audio_prompt", "/nonexistent.wav", "--audio_prompt_text", "y"],
+        "not_a_model": [out / "samples", "x", "--processor", out / "final"],
+    }[case]
+    generated = generate(*args, "--out", tmp_path / "x.wav")
+    assert generated.returncode == 2 and message in generated.stderr and "Traceback" not in generated.stderr
+    assert not (tmp_path / "x.wav").exists()
+
+
+def test_prompt_longer_than_the_text_length_is_named():
+    from transformers import DiaTokenizer
+
+    from tpu_demo.arguments import ConfigError
+    from tpu_demo.samples import check_prompts
+
+    with pytest.raises(ConfigError, match="prompt 2 is 30 tokens, longer than max_text_tokens 20"):
+        check_prompts(["short", {"text": "x" * 30}], DiaTokenizer(), 20)
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"sample_every": 5}, "sample_every: set, but there are no sample_prompts"),
+        ({"guidance_scale": 2.0}, "guidance_scale: set, but there are no sample_prompts"),
+        ({"sample_prompts": ["hi"]}, "sample_prompts: needs `codec`"),
+    ],
+)
+def test_sampling_settings_are_not_accepted_and_ignored(settings, message):
+    from tpu_demo.arguments import ConfigError, DataArguments, SampleArguments
+    from tpu_demo.train import sample_writer
+
+    with pytest.raises(ConfigError, match=message):
+        sample_writer(None, SampleArguments(**settings), DataArguments(), None, "unused", 0)
+
+
+def test_an_interrupted_write_leaves_no_partial_wav(tmp_path, monkeypatch):
+    import numpy as np
+
+    from tpu_demo.samples import write_wav
+
+    def interrupted(path, *args, **kwargs):
+        open(path, "wb").write(b"RIFF")  # half a file, then the interruption
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(soundfile, "write", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_wav(tmp_path / "step-2" / "prompt-1.wav", np.zeros(100), 16000)
+    assert list((tmp_path / "step-2").iterdir()) == []

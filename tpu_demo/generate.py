@@ -1,0 +1,114 @@
+"""Speak with a fine-tuned Dia: a run's `final/`, one of its checkpoints, or a LoRA adapter over its base model.
+
+    python -m tpu_demo.generate outputs/dia-tiny/final "[S1] Hello there." --out hello.wav
+    python -m tpu_demo.generate DIR "[S1] More." --audio_prompt me.wav --audio_prompt_text "[S1] What I say in it."
+
+Runs on the best local device (CPU, GPU or XLA, as accelerate picks it).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+from tpu_demo.arguments import ConfigError
+from tpu_demo.samples import DIA_SAMPLING, check_prompts, generate_audio, generation_settings, write_wav
+
+PROCESSOR_FILE = "processor_config.json"
+
+
+def find_processor(model_dir: Path, given: str | None) -> Path:
+    """`--processor`, else the model folder (a run's final/), else the run's processor/ beside its checkpoints."""
+    candidates = [Path(given)] if given else [model_dir, model_dir.parent.parent / "processor"]
+    for folder in candidates:
+        if (folder / PROCESSOR_FILE).is_file():
+            return folder
+    raise ConfigError(
+        f"no DiaProcessor in {' or '.join(str(c.resolve()) for c in candidates)}: pass --processor (a run's final/ or "
+        "processor/ folder; a run saves one when it has a `codec`)"
+    )
+
+
+def load_model(model_dir: Path, base_model: str | None):
+    from transformers import DiaForConditionalGeneration
+
+    if (model_dir / "adapter_config.json").is_file():
+        from tpu_demo.lora import load_adapter
+
+        return load_adapter(model_dir, base_model)
+    if base_model:
+        raise ConfigError(f"--base_model is for LoRA adapters; {model_dir} holds a whole model")
+    if not (model_dir / "config.json").is_file():
+        raise ConfigError(
+            f"{model_dir} is not a Dia model folder (no config.json): give a run's final/ or a checkpoint"
+        )
+    return DiaForConditionalGeneration.from_pretrained(model_dir)
+
+
+def output_paths(out: Path, count: int) -> list[Path]:
+    return [out] if count == 1 else [out.with_name(f"{out.stem}-{n}{out.suffix}") for n in range(1, count + 1)]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="tpu_demo.generate", description=__doc__.splitlines()[0])
+    parser.add_argument("model_dir", help="a run's final/, a checkpoint, or a LoRA adapter folder")
+    parser.add_argument("texts", nargs="+", help="what to say, e.g. '[S1] Hello. [S2] Hi!'")
+    parser.add_argument("--out", default="generated.wav", help="WAV file (several texts: NAME-1.wav, NAME-2.wav...)")
+    parser.add_argument("--processor", help="DiaProcessor folder, when the model folder has none")
+    parser.add_argument("--base_model", help="the Dia model a LoRA adapter was trained on (default: as recorded)")
+    parser.add_argument("--audio_prompt", help="a clip whose voice the audio continues")
+    parser.add_argument("--audio_prompt_text", help="the transcript of --audio_prompt (required with it)")
+    parser.add_argument("--max_new_tokens", type=int, default=1720, help="audio frames at most (86 per second)")
+    parser.add_argument("--seed", type=int, default=0)
+    for key, default in DIA_SAMPLING.items():
+        parser.add_argument(f"--{key}", type=type(default), help=f"default: the model's, else {default}")
+    args = parser.parse_args(argv)
+    try:
+        written = generate(args)
+    except ConfigError as error:
+        print(error.code, file=sys.stderr)
+        return 2
+    for path, seconds in written:
+        print(f"{path} ({seconds:.2f} s)")
+    return 0
+
+
+def generate(args) -> list[tuple[Path, float]]:
+    from accelerate import PartialState
+    from transformers import DiaProcessor
+
+    from tpu_demo.audio import DataError, load_audio
+
+    model_dir = Path(args.model_dir)
+    if not model_dir.is_dir():
+        raise ConfigError(f"{model_dir} does not exist")
+    if bool(args.audio_prompt) != bool(args.audio_prompt_text):
+        raise ConfigError("--audio_prompt and --audio_prompt_text go together: the clip and what is said in it")
+    processor = DiaProcessor.from_pretrained(find_processor(model_dir, args.processor))
+    model = load_model(model_dir, args.base_model).to(PartialState().device)
+    texts = check_prompts(args.texts, processor.tokenizer, model.config.encoder_config.max_position_embeddings)
+    rate = processor.feature_extractor.sampling_rate
+    prompt = None
+    if args.audio_prompt:
+        if not Path(args.audio_prompt).is_file():
+            raise ConfigError(f"--audio_prompt {args.audio_prompt} does not exist")
+        try:
+            prompt, _ = load_audio(args.audio_prompt, rate)
+        except DataError as error:
+            raise ConfigError(str(error.code).removeprefix("tpu_demo: ")) from None
+    overrides = {key: getattr(args, key) for key in ("guidance_scale", "temperature", "top_p", "top_k")}
+    torch.manual_seed(args.seed)
+    audio = generate_audio(
+        model, processor, texts, args.max_new_tokens, generation_settings(model, overrides), prompt,
+        args.audio_prompt_text or "",
+    )  # fmt: skip
+    written = []
+    for path, clip in zip(output_paths(Path(args.out), len(texts)), audio, strict=True):
+        write_wav(path, clip, rate)
+        written.append((path, len(clip) / rate))
+    return written
+
+
+if __name__ == "__main__":
+    sys.exit(main())

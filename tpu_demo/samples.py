@@ -1,0 +1,154 @@
+"""Audio samples for fixed prompts: generated with classifier-free guidance, decoded by the codec, written as WAV.
+
+Used during training (`sample_prompts`, `sample_every`) and by `python -m tpu_demo.generate`.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+from tpu_demo.arguments import ConfigError
+from tpu_demo.data import AUDIO_BOS, AUDIO_PAD
+
+# What Dia's published generation config (nari-labs/Dia-1.6B-0626) uses; a model's own generation config wins.
+DIA_SAMPLING = {"guidance_scale": 3.0, "temperature": 1.8, "top_p": 0.90, "top_k": 45}
+
+
+def prompt_text(item) -> str:
+    """A prompt is a text, or a mapping with `text` and optional `speaker` (S1, S2) and `language` (a `[xx]` tag)."""
+    if isinstance(item, str):
+        return item
+    if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+        raise ConfigError(f"sample_prompts: {item!r} is neither a text nor a mapping with `text`")
+    unknown = set(item) - {"text", "speaker", "language"}
+    if unknown:
+        raise ConfigError(f"sample_prompts: {item!r} has unknown keys {', '.join(sorted(unknown))}")
+    text = item["text"]
+    if item.get("speaker") and not text.lstrip().startswith("["):
+        text = f"[{item['speaker']}] {text}"
+    return f"[{item['language']}] {text}" if item.get("language") else text
+
+
+def generation_settings(model, overrides: dict) -> dict:
+    """Sampling settings: given ones, else the model's generation config, else Dia's published defaults."""
+    settings = {"do_sample": True}
+    for key, default in DIA_SAMPLING.items():
+        own = getattr(model.generation_config, key, None)
+        settings[key] = overrides.get(key) if overrides.get(key) is not None else own if own is not None else default
+    return settings
+
+
+def check_prompts(prompts, tokenizer, max_text_tokens: int) -> list[str]:
+    texts = [prompt_text(item) for item in prompts]
+    for number, text in enumerate(texts, 1):
+        length = len(tokenizer(text)["input_ids"])
+        if length > max_text_tokens:
+            raise ConfigError(
+                f"sample_prompts: prompt {number} is {length} tokens, longer than max_text_tokens {max_text_tokens}: "
+                f"{text[:60]!r}"
+            )
+    return texts
+
+
+def write_wav(path: Path, audio, sampling_rate: int) -> None:
+    """Written beside its final name and renamed into place: an interrupted write leaves no half-written WAV."""
+    import soundfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".wav")
+    os.close(handle)
+    try:
+        soundfile.write(partial, torch.as_tensor(audio).float().cpu().numpy(), sampling_rate, format="WAV")
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+@torch.no_grad()
+def generate_audio(model, processor, texts, max_new_tokens: int, settings: dict, audio_prompt=None, prompt_text=""):
+    """Audio (one 1-D tensor per text) from `model`, optionally continuing `audio_prompt` spoken as `prompt_text`."""
+    device = next(model.parameters()).device
+    if audio_prompt is None:
+        inputs = processor(text=texts, padding=True, return_tensors="pt")
+    else:
+        texts = [f"{prompt_text} {text}" for text in texts]
+        rate = processor.feature_extractor.sampling_rate
+        inputs = processor(
+            text=texts, audio=[audio_prompt] * len(texts), sampling_rate=rate, padding=True, return_tensors="pt"
+        )
+    inputs = {k: v.to(device) for k, v in inputs.items()}
+    was_training = model.training
+    model.eval()
+    try:
+        codes = model.generate(**inputs, max_new_tokens=max_new_tokens, **settings)
+    finally:
+        model.train(was_training)
+    prompt_len = None
+    if audio_prompt is not None:
+        prompt_len = processor.get_audio_prompt_len(inputs["decoder_attention_mask"])
+    return [decode(processor, row[None], prompt_len) for row in codes.cpu()]
+
+
+def decode(processor, codes, prompt_len):
+    """One generated sequence as audio; a sequence that ended at once is empty audio (the codec cannot decode zero
+    frames), which is what a listener should notice."""
+    start = prompt_len if prompt_len is not None else int((codes[0, :, 0] == AUDIO_BOS).sum())
+    end = codes.shape[1] - int((codes[0, :, 0] == AUDIO_PAD).sum()) - 1
+    if end - start <= 0:
+        return torch.zeros(0)
+    return processor.batch_decode(codes, audio_prompt_len=prompt_len)[0]
+
+
+class SampleWriter:
+    """Samples during training: on the main process only, with its own random stream (training's RNG and a resumed
+    run are unaffected); on XLA from a host copy of the weights, so no XLA graph is traced for generation."""
+
+    def __init__(self, processor, texts, output_dir, max_new_tokens: int, overrides: dict, seed: int):
+        self.processor, self.texts, self.seed = processor, texts, seed
+        self.output_dir, self.max_new_tokens, self.overrides = Path(output_dir), max_new_tokens, overrides
+        self.host_model = None
+
+    def model_for_generation(self, accelerator, model):
+        from accelerate.utils import DistributedType
+
+        unwrapped = accelerator.unwrap_model(model)
+        if accelerator.distributed_type != DistributedType.XLA:
+            return unwrapped
+        if self.host_model is None:
+            from transformers import DiaForConditionalGeneration
+
+            self.host_model = DiaForConditionalGeneration._from_config(unwrapped.config)
+        self.host_model.load_state_dict({k: v.cpu() for k, v in unwrapped.state_dict().items()})
+        return self.host_model
+
+    def write(self, accelerator, model, step: int) -> list[Path]:
+        paths = []
+        if accelerator.is_main_process:
+            generator_model = self.model_for_generation(accelerator, model)
+            settings = generation_settings(generator_model, self.overrides)
+            cuda = [accelerator.device.index or 0] if accelerator.device.type == "cuda" else []
+            with torch.random.fork_rng(devices=cuda):
+                torch.manual_seed(self.seed + step)
+                audio = generate_audio(generator_model, self.processor, self.texts, self.max_new_tokens, settings)
+            rate = self.processor.feature_extractor.sampling_rate
+            for number, clip in enumerate(audio, 1):
+                path = self.output_dir / "samples" / f"step-{step}" / f"prompt-{number}.wav"
+                write_wav(path, clip, rate)
+                paths.append(path)
+                if len(clip):  # trackers cannot show empty audio; the empty WAV is there to hear
+                    log_audio(accelerator, f"samples/prompt-{number}", clip, rate, step)
+        accelerator.wait_for_everyone()  # every process reaches it: the others wait here, not in a collective
+        return paths
+
+
+def log_audio(accelerator, tag, clip, sampling_rate, step) -> None:
+    for tracker in accelerator.trackers:
+        if tracker.name == "tensorboard":
+            tracker.writer.add_audio(tag, torch.as_tensor(clip).float().reshape(1, -1), step, sampling_rate)
+        elif tracker.name == "wandb":
+            import wandb
+
+            tracker.log({tag: wandb.Audio(torch.as_tensor(clip).float().numpy(), sample_rate=sampling_rate)}, step)
