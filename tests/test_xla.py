@@ -7,7 +7,7 @@ import pytest
 from accelerate import Accelerator
 from accelerate.utils import DistributedType
 
-from tests.demo_utils import CONFIG, assert_ok, assert_same_weights, losses_by_step, run_demo, summary
+from tests.demo_utils import CONFIG, assert_ok, assert_same_weights, losses_by_step, run_demo, summary, tiny_codec
 from tests.testing_utils import (
     PATCHED,
     ROOT,
@@ -62,9 +62,10 @@ XLA_RUN = (
 @require_dia
 def test_fine_tune_on_xla_resumes_exactly_without_recompiling(tmp_path):
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    assert_ok(run_demo(straight, *XLA_RUN))
-    assert_ok(run_demo(resumed, *XLA_RUN, "stop_after_steps=6"))
-    assert_ok(run_demo(resumed, *XLA_RUN, "resume_from_checkpoint=latest"))
+    samples = [f"codec={tiny_codec(tmp_path / 'codec')}", 'sample_prompts=["[S1] Hello."]', "sample_every=4"]
+    assert_ok(run_demo(straight, *XLA_RUN, *samples))
+    assert_ok(run_demo(resumed, *XLA_RUN, *samples, "stop_after_steps=6"))
+    assert_ok(run_demo(resumed, *XLA_RUN, *samples, "resume_from_checkpoint=latest"))
 
     final = summary(straight)
     assert final["distributed_type"] == "DistributedType.XLA" and final["device"].startswith("xla")
@@ -80,10 +81,13 @@ def test_fine_tune_on_xla_resumes_exactly_without_recompiling(tmp_path):
         assert xla["train"]["compilations_first"] > 0 and xla["train"]["compilations_later"] == 0, xla
         assert xla["eval"]["calls"] >= 2 and xla["eval"]["compilations_later"] == 0, xla
         assert xla["save"]["compilations_later"] == 0, xla
+        # samples are generated from a host copy: no XLA graph at all
+        assert xla["samples"]["compilations_first"] == xla["samples"]["compilations_later"] == 0, xla
         # no device value is read on the host inside a step, except the loss at logging steps
         later_steps = range(run["steps"] - (xla["train"]["calls"] - xla["train"]["first_calls"]) + 1, run["steps"] + 1)
         assert xla["train"]["transfers_later"] == len([s for s in later_steps if s % 2 == 0]) > 0, xla
     assert summary(straight)["xla"]["save"]["calls"] == 3
+    assert summary(straight)["samples"] == ["samples/step-4", "samples/step-8", "samples/step-12"]
 
 
 @require_xla

@@ -124,7 +124,21 @@ class SampleArguments:
                 "top_k": self.top_k}  # fmt: skip
 
 
-ARGUMENT_CLASSES = (LaunchArguments, ModelArguments, DataArguments, LossArguments, SampleArguments, TrainingArguments)
+@dataclass
+class LoraArguments:
+    lora_r: int = field(default=0, metadata={"help": "LoRA rank; 0: full fine-tuning. Needs `model` and PEFT"})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator (scale = alpha / r)"})
+    lora_dropout: float = field(default=0.0, metadata={"help": "dropout on the LoRA branch"})
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
+        metadata={"help": "Linear layers that get adapters (Dia: q/k/v/o_proj, gate_up_proj, down_proj)"},
+    )
+    merge_lora: bool = field(default=False, metadata={"help": "final/ holds merged weights instead of the adapter"})
+
+
+ARGUMENT_CLASSES = (
+    LaunchArguments, ModelArguments, DataArguments, LossArguments, SampleArguments, LoraArguments, TrainingArguments
+)  # fmt: skip
 
 # The `TrainingArguments` fields the loop reads (tpu_demo/train.py and optimization.py). Any other one set to a value
 # other than its default is refused by name: nothing is accepted and ignored.

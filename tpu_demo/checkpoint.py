@@ -10,6 +10,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
 from tpu_demo.arguments import ConfigError
+from tpu_demo.lora import ADAPTER_WEIGHTS, is_lora, load_adapter_weights
 
 
 def checkpoint_dir(output_dir, step) -> Path:
@@ -39,8 +40,10 @@ def resolve_resume(path, output_dir) -> Path:
 def verify_checkpoint(path: Path) -> None:
     """Every file `save_state` wrote is whole (zip CRCs of torch files, the safetensors header against the file size);
     a checkpoint is called corrupt only here, so a load that fails later is reported as what it is."""
-    if not (path / SAFE_WEIGHTS_NAME).is_file() and not (path / WEIGHTS_NAME).is_file():
-        raise ConfigError(f"cannot resume from {path}: it has no {SAFE_WEIGHTS_NAME} or {WEIGHTS_NAME}")
+    if not any((path / name).is_file() for name in (SAFE_WEIGHTS_NAME, WEIGHTS_NAME, ADAPTER_WEIGHTS)):
+        raise ConfigError(
+            f"cannot resume from {path}: it has no {SAFE_WEIGHTS_NAME}, {WEIGHTS_NAME} or {ADAPTER_WEIGHTS}"
+        )
     for file in sorted(path.iterdir()):
         try:
             if file.suffix == ".safetensors":
@@ -57,8 +60,14 @@ def verify_checkpoint(path: Path) -> None:
 
 
 def load_model_weights_on_host(models, input_dir) -> None:
-    """A `load_state` pre-hook: the weights are read into host memory and copied into the model, on any device."""
+    """A `load_state` pre-hook: the weights are read into host memory and copied into the model, on any device
+    (a LoRA model: its adapter only)."""
     for index, model in enumerate(list(models)):
+        inner = getattr(model, "module", model)  # DDP
+        if is_lora(inner):
+            load_adapter_weights(inner, input_dir)
+            models.remove(model)
+            continue
         ending = f"_{index}" if index else ""
         safe = Path(input_dir) / SAFE_WEIGHTS_NAME.replace(".safetensors", f"{ending}.safetensors")
         if safe.is_file():

@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     raw = load_raw(argv[0], argv[1:])
     # before TrainingArguments, as in training; like `Accelerator`, honour `accelerate launch --cpu`'s variable
     PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
-    _, model_args, data_args, _, _, training_args = parse_all(raw)
+    _, model_args, data_args, _, _, _, training_args = parse_all(raw)
     dataset = training_data(
         data_args, model_config(model_args), training_args.output_dir, training_args.seed, model_args.model
     )

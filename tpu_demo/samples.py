@@ -112,17 +112,17 @@ class SampleWriter:
         self.host_model = None
 
     def model_for_generation(self, accelerator, model):
+        """The trained model (its base with adapters active, for LoRA); on XLA the host copy, refreshed."""
         from accelerate.utils import DistributedType
 
         unwrapped = accelerator.unwrap_model(model)
-        if accelerator.distributed_type != DistributedType.XLA:
-            return unwrapped
-        if self.host_model is None:
-            from transformers import DiaForConditionalGeneration
+        if accelerator.distributed_type == DistributedType.XLA:
+            import torch_xla.core.xla_model as xm
 
-            self.host_model = DiaForConditionalGeneration._from_config(unwrapped.config)
-        self.host_model.load_state_dict({k: v.cpu() for k, v in unwrapped.state_dict().items()})
-        return self.host_model
+            xm.mark_step()  # finish the step first, as save_state does: the copy then traces no graph of its own
+            self.host_model.load_state_dict({k: v.cpu() for k, v in unwrapped.state_dict().items()})
+            unwrapped = self.host_model
+        return unwrapped.get_base_model() if hasattr(unwrapped, "get_base_model") else unwrapped
 
     def write(self, accelerator, model, step: int) -> list[Path]:
         paths = []

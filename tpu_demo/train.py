@@ -176,14 +176,18 @@ def evaluate(accelerator, model, loader):
     return {"eval_loss": losses.mean().item(), "eval_samples": losses.numel(), "eval_indices": indices.tolist()}
 
 
-def save_final(accelerator, model, path: Path) -> None:
+def save_final(accelerator, model, path: Path, merge_lora: bool = False) -> None:
     """Every process takes part in collecting the weights (a collective under FSDP/DeepSpeed); only the main process
-    copies them to the host (safetensors needs host tensors, XLA's have no storage) and writes them."""
-    state_dict = accelerator.get_state_dict(model)
+    copies them to the host (safetensors needs host tensors, XLA's have no storage) and writes them. A LoRA model is
+    written as its adapter, or with `merge_lora` as the merged model."""
+    from tpu_demo.lora import is_lora
+
+    unwrapped = accelerator.unwrap_model(model)
+    if is_lora(unwrapped) and merge_lora:
+        unwrapped = unwrapped.merge_and_unload()
+    state_dict = accelerator.get_state_dict(model) if not is_lora(unwrapped) else unwrapped.state_dict()
     if accelerator.is_main_process:
-        accelerator.unwrap_model(model).save_pretrained(
-            path, state_dict={k: v.cpu() for k, v in state_dict.items()}, save_function=accelerator.save
-        )
+        unwrapped.save_pretrained(path, state_dict={k: v.cpu() for k, v in state_dict.items()})
     del state_dict
     accelerator.wait_for_everyone()
 
@@ -199,9 +203,30 @@ def log_metrics(accelerator, output_dir, metrics, step) -> None:
             f.write(json.dumps({"step": step, **metrics}) + "\n")
 
 
+def with_lora(accelerator, model, lora_args, model_args):
+    """The model with LoRA adapters when `lora_r` is set; LoRA settings without `lora_r` are refused."""
+    from tpu_demo.arguments import LoraArguments
+
+    if not lora_args.lora_r:
+        defaults = LoraArguments()
+        given = [f for f in ("lora_alpha", "lora_dropout", "lora_target_modules", "merge_lora")
+                 if getattr(lora_args, f) != getattr(defaults, f)]  # fmt: skip
+        if given:
+            raise ConfigError(f"{', '.join(given)}: set, but lora_r is 0 (full fine-tuning)")
+        return model
+    if not model_args.model:
+        raise ConfigError("lora_r: LoRA trains adapters over a base model: set `model` (adapters over the tiny random "
+                          "Dia could never be loaded again)")  # fmt: skip
+    from tpu_demo.lora import adapter_saving_hook, wrap
+
+    if not getattr(accelerator, "_adapter_hook", None):
+        accelerator._adapter_hook = accelerator.register_save_state_pre_hook(adapter_saving_hook(accelerator))
+    return wrap(model, lora_args, model_args.model)
+
+
 def sample_writer(accelerator, sample_args, data_args, model_config, output_dir, seed):
-    """The `SampleWriter` for `sample_prompts`, with the processor saved under output_dir/processor (checkpoints and
-    `python -m tpu_demo.generate` use it too); None without prompts. Sampling settings without prompts are refused."""
+    """The `SampleWriter` for `sample_prompts`, with the run's processor (output_dir/processor); None without prompts.
+    Sampling settings without prompts are refused."""
     if not sample_args.sample_prompts:
         given = [k for k, v in sample_args.sampling_overrides().items() if v is not None]
         given += ["sample_every"] * bool(sample_args.sample_every) + ["sample_max_frames"] * bool(
@@ -216,9 +241,6 @@ def sample_writer(accelerator, sample_args, data_args, model_config, output_dir,
 
     from tpu_demo.samples import SampleWriter, check_prompts
 
-    if accelerator.is_main_process:
-        save_processor(data_args.codec, output_dir / "processor")
-    accelerator.wait_for_everyone()
     processor = DiaProcessor.from_pretrained(output_dir / "processor")
     texts = check_prompts(sample_args.sample_prompts, processor.tokenizer, data_args.max_text_tokens)
     frames = (sample_args.sample_max_frames or data_args.max_audio_frames) + max(model_config.delay_pattern)
@@ -242,7 +264,9 @@ def rotate_checkpoints(output_dir, limit) -> None:
 def train(config, overrides=()) -> dict:
     raw = load_raw(config, overrides)
     accelerator = make_accelerator(raw)
-    launch_args, model_args, data_args, loss_args, sample_args, args = parse_after_accelerator(accelerator, raw)
+    launch_args, model_args, data_args, loss_args, sample_args, lora_args, args = parse_after_accelerator(
+        accelerator, raw
+    )
     set_seed(args.seed)
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -251,10 +275,17 @@ def train(config, overrides=()) -> dict:
     model = build_model(model_args, attn_implementation=register_static_mask_attention() if on_xla else None)
     if args.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model = with_lora(accelerator, model, lora_args, model_args)
     dataset = training_data(data_args, model.config, output_dir, args.seed, model_args.model)
     channels = model.config.decoder_config.num_channels
     loss_fn = CodebookLoss(channels, loss_args.codebook_weights, loss_args.loss_on_audio_tokens_only)
+    if data_args.codec:  # for samples, and for `tpu_demo.generate` on a checkpoint
+        if accelerator.is_main_process:
+            save_processor(data_args.codec, output_dir / "processor")
+        accelerator.wait_for_everyone()
     samples = sample_writer(accelerator, sample_args, data_args, model.config, output_dir, args.seed)
+    if samples and on_xla:  # the host copy samples are generated from has the trained model's structure
+        samples.host_model = with_lora(accelerator, build_model(model_args), lora_args, model_args)
     train_indices, eval_indices = split(len(dataset), data_args.eval_samples, args.seed)
     if accelerator.is_main_process:
         (output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
@@ -366,7 +397,7 @@ def train(config, overrides=()) -> dict:
         samples.write(accelerator, model, progress.step)  # and at the end
         counters.mark("samples")
     if not interrupted:
-        save_final(accelerator, model, output_dir / "final")
+        save_final(accelerator, model, output_dir / "final", merge_lora=lora_args.merge_lora)
         if data_args.codec and accelerator.is_main_process:  # the processor that turns its codes into audio
             save_processor(data_args.codec, output_dir / "final")
         counters.mark("final_save")
@@ -391,7 +422,9 @@ def train(config, overrides=()) -> dict:
         * args.gradient_accumulation_steps
         * accelerator.num_processes
         / elapsed,
-        "samples": sorted(str(p.relative_to(output_dir)) for p in (output_dir / "samples").glob("step-*"))
+        "samples": [
+            f"samples/step-{n}" for n in sorted(int(p.name[5:]) for p in (output_dir / "samples").glob("step-*"))
+        ]
         if samples
         else [],
         "transformers": transformers.__version__,
