@@ -2,6 +2,7 @@
 
     python -m tpu_demo.benchmark [--steps 150] [--warmup 30]
     python -m tpu_demo.benchmark --encode     # seconds of audio a DAC encodes per second (data preparation)
+    python -m tpu_demo.benchmark --generate   # seconds of generation per second of audio (tiny Dia)
 
 Each loop runs in its own process (so peak memory is its own) over the same tiny Dia and the same batches.
 Prints steady-state step time, samples/s, peak RSS and, on XLA, compilations after warm-up and device-to-host
@@ -129,6 +130,32 @@ def encoding_speed(seconds: float = 20.0, rounds: int = 3) -> None:
             print(f"{name:<14} {rate:8.1f} s of audio per s ({threads} threads, {seconds:.0f} s clips)")
 
 
+def generation_speed(frames: int = 100, rounds: int = 3) -> None:
+    """Seconds of generation per second of audio: the tiny random Dia and codec, CFG on (Dia's sampling settings),
+    through `tpu_demo.samples.generate_audio` on the best local device, as `python -m tpu_demo.generate` runs."""
+    from accelerate import PartialState
+    from transformers import DacModel, DiaFeatureExtractor, DiaForConditionalGeneration, DiaProcessor, DiaTokenizer
+
+    from tpu_demo.model import tiny_codec_config, tiny_config
+    from tpu_demo.samples import DIA_SAMPLING, generate_audio
+
+    device = PartialState().device
+    torch.manual_seed(0)
+    codec = DacModel(tiny_codec_config())
+    extractor = DiaFeatureExtractor(sampling_rate=codec.config.sampling_rate, hop_length=codec.config.hop_length)
+    processor = DiaProcessor(extractor, DiaTokenizer(), codec)
+    model = DiaForConditionalGeneration(tiny_config()).to(device)
+    settings = {"do_sample": True, **DIA_SAMPLING}
+    times, seconds = [], []
+    for _ in range(rounds + 1):  # the first round warms up (and compiles on XLA)
+        start = time.perf_counter()
+        audio = generate_audio(model, processor, ["[S1] Hello there."], frames, settings)
+        times.append(time.perf_counter() - start)
+        seconds.append(len(audio[0]) / codec.config.sampling_rate)
+    ratio = statistics.median(t / max(s, 1e-9) for t, s in zip(times[1:], seconds[1:], strict=True))
+    print(f"generation on {device}: {ratio:.2f} s per second of audio ({frames} frames, first round {times[0]:.1f} s)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="tpu_demo.benchmark", description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=150)
@@ -137,9 +164,13 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each loop; medians reported")
     parser.add_argument("--mode", choices=["plain", "accelerate", "accelerate-before"], help=argparse.SUPPRESS)
     parser.add_argument("--encode", action="store_true", help="only the audio encoding speed")
+    parser.add_argument("--generate", action="store_true", help="only the generation speed (tiny Dia)")
     args = parser.parse_args(argv)
     if args.encode:
         encoding_speed()
+        return 0
+    if args.generate:
+        generation_speed()
         return 0
     if args.mode:
         print(json.dumps(run_loop(args.mode, args.steps, args.warmup, args.batch_size)))
