@@ -17,6 +17,7 @@ import transformers
 from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_xla_available, set_seed
 from tqdm.auto import tqdm
+from transformers import TrainingArguments
 
 from tpu_demo.arguments import ConfigError, load_raw, parse_all, parse_launch
 from tpu_demo.checkpoint import checkpoint_dir, load_checkpoint, resolve_resume, save_checkpoint
@@ -82,7 +83,7 @@ def trackers(report_to) -> list[str]:
 def make_accelerator(raw) -> Accelerator:
     """The Accelerator comes first, from the YAML's accelerate settings: `TrainingArguments` is parsed after it."""
     launch = parse_launch(raw)
-    log_with = trackers(raw.get("report_to", "none"))
+    log_with = trackers(raw.get("report_to", TrainingArguments.__dataclass_fields__["report_to"].default))
     return Accelerator(
         gradient_accumulation_steps=int(raw.get("gradient_accumulation_steps", 1)),
         mixed_precision=launch.mixed_precision,
