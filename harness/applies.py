@@ -148,7 +148,7 @@ def main(argv=None) -> int:
         try:
             rows.append(check(version))
         except TreeError as error:
-            rows.append(Row(version, False, str(error.code)))
+            rows.append(Row(version, False, str(error)))
         print(f"{version}: {'applies' if rows[-1].applies else 'DOES NOT APPLY'} {rows[-1].detail}".rstrip())
     table = render(rows)
     replace_section(args.output, "applies", table)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from harness.pins import newest, series
-from harness.tree import touched_files
+from harness.tree import TreeError, touched_files
 
 # The fix only adds lines: the reset stays, as the `else:` branch after the new `elif`.
 REMOVABLE: set[str] = set()
@@ -50,4 +50,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except TreeError as error:
+        sys.exit(f"harness.tree: {error}")

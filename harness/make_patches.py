@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from harness.pins import PATCHES, committed_series, series
-from harness.tree import fetch_archive
+from harness.tree import TreeError, fetch_archive
 
 SRC = PATCHES / "src"
 UPSTREAM_TEST = "tests/trainer/test_training_args_accelerator_state.py"
@@ -103,4 +103,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except TreeError as error:
+        sys.exit(f"harness.tree: {error}")

@@ -25,9 +25,8 @@ STAMP = Path(sys.prefix) / "transformers-tree.stamp"
 LOCAL_LABEL = "accelerator.state"  # PEP 440 local version label of the patched builds
 
 
-class TreeError(SystemExit):
-    def __init__(self, message: str):
-        super().__init__(f"harness.tree: {message}")
+class TreeError(Exception):
+    """The harness's one exception: a pin, an archive or a series that is not as promised. `main()`s print it."""
 
 
 def cache_dir() -> Path:
@@ -171,15 +170,18 @@ def main(argv=None) -> None:
     parser.add_argument("--unpatched", action="store_true", help="leave the release as it is published")
     args = parser.parse_args(argv)
     dest = args.dest_option or args.dest
-    if args.action == "wheel":
-        built = wheel(args.version, dest or Path("dist"))
-        print(f"harness.tree: built {built}\ninstall it with: pip install '{built}'")
-    elif args.action == "prepare":
-        if dest is None:
-            parser.error("prepare needs DEST")
-        print(prepare(args.version, dest, patched=not args.unpatched))
-    else:
-        install(args.version, patched=not args.unpatched)
+    if args.action == "prepare" and dest is None:
+        parser.error("prepare needs DEST")
+    try:
+        if args.action == "wheel":
+            built = wheel(args.version, dest or Path("dist"))
+            print(f"harness.tree: built {built}\ninstall it with: pip install '{built}'")
+        elif args.action == "prepare":
+            print(prepare(args.version, dest, patched=not args.unpatched))
+        else:
+            install(args.version, patched=not args.unpatched)
+    except TreeError as error:
+        sys.exit(f"harness.tree: {error}")
 
 
 if __name__ == "__main__":

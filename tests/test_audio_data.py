@@ -12,6 +12,7 @@ import torch
 
 from tests.demo_utils import CONFIG, assert_ok, run_demo, summary, tiny_codec
 from tests.testing_utils import ROOT, accelerate_launch, bug_on_unpatched, require_dia
+from tpu_demo.errors import FineTuneError
 
 soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
 pytest.importorskip("soxr", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
@@ -84,7 +85,7 @@ def test_manifest_errors_name_the_row(tmp_path, content, message):
     recordings(tmp_path / "user", count=2)
     manifest = tmp_path / "user/bad.csv"
     manifest.write_text(content)
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(FineTuneError, match=message):
         read_manifest(manifest)
 
 
@@ -97,7 +98,7 @@ def test_bad_audio_names_the_file(tmp_path, content, message):
         soundfile.write(path, np.zeros(0, dtype=np.float32), 22050)
     else:
         path.write_bytes(content)
-    with pytest.raises(SystemExit, match=f"{path}: {message}"):
+    with pytest.raises(FineTuneError, match=f"{path}: {message}"):
         load_audio(path, CODEC_RATE)
 
 
@@ -107,7 +108,7 @@ def test_unreadable_audio_in_a_manifest_names_row_and_file(tmp_path):
     manifest = recordings(tmp_path / "user", count=3)
     (tmp_path / "user/clips/01.wav").write_bytes(b"not audio")
     codec = Codec(str(tiny_codec(tmp_path / "codec")))
-    with pytest.raises(SystemExit, match=r"row 3: .*clips/01.wav: unreadable audio"):
+    with pytest.raises(FineTuneError, match=r"row 3: .*clips/01.wav: unreadable audio"):
         prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")
 
 
@@ -135,7 +136,7 @@ def test_too_long_audio_is_truncated_or_dropped_and_counted(tmp_path):
     assert "2 truncated to max_audio_frames (rows 3, 4)" in truncated.summary()
     dropped = prepare(rows, codec, tmp_path / "cache", max_frames=55, too_long="drop")
     assert (len(dropped.items), dropped.dropped) == (1, [3, 4])
-    with pytest.raises(SystemExit, match="no sample left to train on"):
+    with pytest.raises(FineTuneError, match="no sample left to train on"):
         prepare(rows, codec, tmp_path / "cache", max_frames=10, too_long="drop")
 
 
@@ -167,7 +168,7 @@ def test_codec_the_model_cannot_read_is_refused_before_encoding(tmp_path):
     from tpu_demo.prepare import codec_matches_model
 
     codec = Codec(str(tiny_codec(tmp_path / "codec", n_codebooks=8)))
-    with pytest.raises(SystemExit, match="codec has 8 codebooks but the model reads 9 channels"):
+    with pytest.raises(FineTuneError, match="codec has 8 codebooks but the model reads 9 channels"):
         codec_matches_model(codec, tiny_config(), None)
 
 
@@ -227,5 +228,5 @@ def test_precomputed_codes_that_the_model_cannot_read_name_the_file(tmp_path, co
     (tmp_path / "metadata.jsonl").write_text("\n".join(lines) + "\n")
     dataset = CodesDataset(tmp_path)
     assert dataset[0]["codes"].shape == (10, 9)
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(FineTuneError, match=message):
         dataset[1]

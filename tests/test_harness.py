@@ -8,6 +8,7 @@ import pytest
 from harness import applies, differential, make_patches, tree
 from harness.docs import replace_section
 from harness.pins import PATCHES, load_pins, newest
+from harness.tree import TreeError
 
 TARGET = "src/transformers/training_args.py"
 
@@ -24,13 +25,13 @@ def test_archive_with_another_hash_is_refused(tmp_path, monkeypatch):
             tar.add(source, arcname="transformers-9.9.9/setup.py")
 
     monkeypatch.setattr(tree.subprocess, "run", fake_download)
-    with pytest.raises(SystemExit, match="transformers 9.9.9: archive sha256 .* does not match the pin 0{64}"):
+    with pytest.raises(TreeError, match="transformers 9.9.9: archive sha256 .* does not match the pin 0{64}"):
         tree.fetch_archive("9.9.9")
     assert list(cache.iterdir()) == []  # nothing unverified is cached
 
 
 def test_unpinned_version_is_refused():
-    with pytest.raises(SystemExit, match=f"transformers 1.0.0 is not pinned .*{newest()}"):
+    with pytest.raises(TreeError, match=f"transformers 1.0.0 is not pinned .*{newest()}"):
         tree.fetch_archive("1.0.0")
 
 
@@ -77,7 +78,7 @@ def test_series_that_does_not_apply_fails_loudly_and_changes_nothing(tmp_path):
     subprocess.run(["git", "init", "--quiet", str(tmp_path)], check=True)
     version = newest()
     with pytest.raises(
-        SystemExit, match=rf"transformers {version}: patches/{version}/0001-.* does not apply to {TARGET}"
+        TreeError, match=rf"transformers {version}: patches/{version}/0001-.* does not apply to {TARGET}"
     ):
         tree.apply_series(tmp_path, version)
     assert target.read_text() == original

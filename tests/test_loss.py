@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from tests.testing_utils import require_dia
+from tpu_demo.errors import FineTuneError
 
 pytestmark = require_dia
 
@@ -58,5 +59,5 @@ def test_weights_and_audio_only_targets(forward):
 def test_bad_weights_are_refused(weights):
     from tpu_demo.loss import CodebookLoss
 
-    with pytest.raises(SystemExit, match="codebook_weights: 9 non-negative weights"):
+    with pytest.raises(FineTuneError, match="codebook_weights: 9 non-negative weights"):
         CodebookLoss(9, weights)

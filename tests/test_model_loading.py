@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from tests.testing_utils import require_dia
+from tpu_demo.errors import FineTuneError
 
 pytestmark = require_dia
 
@@ -26,14 +27,14 @@ def test_a_model_that_is_not_there_is_named(tmp_path, monkeypatch):
     from tpu_demo.model import build_model
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(SystemExit, match="tpu_demo: model .*nowhere: not a Dia folder in transformers format"):
+    with pytest.raises(FineTuneError, match="model .*nowhere: not a Dia folder in transformers format"):
         build_model(ModelArguments(model=str(tmp_path / "nowhere")))
 
 
 def test_a_dtype_that_is_not_offered_is_refused():
     from tpu_demo.arguments import ModelArguments
 
-    with pytest.raises(SystemExit, match="dtype: 'int8' is not one of float32, bfloat16, float16"):
+    with pytest.raises(FineTuneError, match="dtype: 'int8' is not one of float32, bfloat16, float16"):
         ModelArguments(dtype="int8")
 
 

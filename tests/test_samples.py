@@ -86,10 +86,10 @@ def test_generate_refuses_bad_input_clearly(sampled_run, tmp_path, case, message
 def test_prompt_longer_than_the_text_length_is_named():
     from transformers import DiaTokenizer
 
-    from tpu_demo.arguments import ConfigError
+    from tpu_demo.errors import FineTuneError
     from tpu_demo.samples import check_prompts
 
-    with pytest.raises(ConfigError, match="prompt 2 is 30 tokens, longer than max_text_tokens 20"):
+    with pytest.raises(FineTuneError, match="prompt 2 is 30 tokens, longer than max_text_tokens 20"):
         check_prompts(["short", {"text": "x" * 30}], DiaTokenizer(), 20)
 
 
@@ -102,10 +102,11 @@ def test_prompt_longer_than_the_text_length_is_named():
     ],
 )
 def test_sampling_settings_are_not_accepted_and_ignored(settings, message):
-    from tpu_demo.arguments import ConfigError, DataArguments, SampleArguments
+    from tpu_demo.arguments import DataArguments, SampleArguments
+    from tpu_demo.errors import FineTuneError
     from tpu_demo.train import sample_writer
 
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(FineTuneError, match=message):
         sample_writer(None, SampleArguments(**settings), DataArguments(), None, "unused", 0)
 
 

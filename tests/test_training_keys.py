@@ -27,9 +27,9 @@ def parse(**raw):
     ],
 )
 def test_unused_training_argument_is_refused_by_name(key, value, message):
-    from tpu_demo.arguments import ConfigError
+    from tpu_demo.errors import FineTuneError
 
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(FineTuneError, match=message):
         parse(**{key: value})
 
 
@@ -87,11 +87,11 @@ def test_fused_adamw_runs_unfused_on_xla():
 def test_an_optimizer_the_loop_does_not_build_is_refused():
     from accelerate.utils import DistributedType
 
-    from tpu_demo.arguments import ConfigError
+    from tpu_demo.errors import FineTuneError
     from tpu_demo.optimization import make_optimizer
 
     args = parse(optim="adamw_bnb_8bit")[-1]
-    with pytest.raises(ConfigError, match="optim: 'adamw_bnb_8bit' is not supported"):
+    with pytest.raises(FineTuneError, match="optim: 'adamw_bnb_8bit' is not supported"):
         make_optimizer(args, torch.nn.Linear(2, 2), DistributedType.NO)
 
 
@@ -99,11 +99,11 @@ def test_an_optimizer_the_loop_does_not_build_is_refused():
 def test_a_tracker_that_is_not_installed_is_named(report_to, monkeypatch):
     import accelerate.tracking
 
-    from tpu_demo.arguments import ConfigError
+    from tpu_demo.errors import FineTuneError
     from tpu_demo.train import trackers
 
     monkeypatch.setattr(accelerate.tracking, "_available_trackers", ["tensorboard"])
-    with pytest.raises(ConfigError, match="not installed here"):
+    with pytest.raises(FineTuneError, match="not installed here"):
         trackers(report_to)
     assert trackers("all") == ["tensorboard"] and trackers("none") == [] and trackers(["tensorboard"])
 

@@ -7,10 +7,7 @@ from dataclasses import dataclass, field
 import yaml
 from transformers import HfArgumentParser, TrainingArguments
 
-
-class ConfigError(SystemExit):
-    def __init__(self, message: str):
-        super().__init__(f"tpu_demo: {message}")
+from tpu_demo.errors import FineTuneError
 
 
 class CheckedChoices:
@@ -18,7 +15,7 @@ class CheckedChoices:
         for f in dataclasses.fields(self):  # parse_dict does not apply argparse's choices
             choices = f.metadata.get("choices")
             if choices and getattr(self, f.name) not in choices:
-                raise ConfigError(f"{f.name}: {getattr(self, f.name)!r} is not one of {', '.join(choices)}")
+                raise FineTuneError(f"{f.name}: {getattr(self, f.name)!r} is not one of {', '.join(choices)}")
 
 
 @dataclass
@@ -166,18 +163,18 @@ def parse_overrides(overrides) -> dict:
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep:
-            raise ConfigError(f"override {item!r} is not key=value")
+            raise FineTuneError(f"override {item!r} is not key=value")
         parsed[key.strip()] = yaml.safe_load(value)
     return parsed
 
 
 def load_raw(path, overrides=()) -> dict:
     if not os.path.isfile(path):
-        raise ConfigError(f"config file {path} does not exist")
+        raise FineTuneError(f"config file {path} does not exist")
     with open(path) as f:
         raw = yaml.safe_load(f) or {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path} must hold a mapping of settings")
+        raise FineTuneError(f"{path} must hold a mapping of settings")
     raw = raw | parse_overrides(overrides)
     for key in ("mixed_precision", "eval_strategy", "save_strategy"):  # YAML 1.1 reads a bare `no` as false
         if raw.get(key) is False:
@@ -195,16 +192,18 @@ def parse_all(raw: dict):
     known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(raw) - known)
     if "model_dir" in unknown:
-        raise ConfigError("model_dir: now `model` (a local folder of Dia weights in transformers format, or a hub id)")
+        raise FineTuneError(
+            "model_dir: now `model` (a local folder of Dia weights in transformers format, or a hub id)"
+        )
     if "data_dir" in unknown:
-        raise ConfigError("data_dir: now `dataset` (a manifest of recordings, a folder of codes, or synthetic)")
+        raise FineTuneError("data_dir: now `dataset` (a manifest of recordings, a folder of codes, or synthetic)")
     if "accelerator_state_policy" in unknown:
-        raise ConfigError(
+        raise FineTuneError(
             "accelerator_state_policy: this transformers has no such setting; it comes with the fix for "
             "huggingface/transformers#40376 (install the patched transformers: `tox -e demo`)"
         )
     if unknown:
-        raise ConfigError(f"unknown config keys: {', '.join(unknown)}")
+        raise FineTuneError(f"unknown config keys: {', '.join(unknown)}")
     refuse_unused_training_arguments(raw)
     return HfArgumentParser(ARGUMENT_CLASSES).parse_dict(raw)
 
@@ -220,8 +219,8 @@ def refuse_unused_training_arguments(raw: dict) -> None:
         if key not in fields or key in HONOURED_TRAINING_ARGUMENTS or is_default(fields[key], value):
             continue
         if key in MOVED_TRAINING_ARGUMENTS:
-            raise ConfigError(f"{key}: not read by this fine-tuner; use {MOVED_TRAINING_ARGUMENTS[key]}")
-        raise ConfigError(f"{key}: a TrainingArguments setting this fine-tuner does not apply; remove it")
+            raise FineTuneError(f"{key}: not read by this fine-tuner; use {MOVED_TRAINING_ARGUMENTS[key]}")
+        raise FineTuneError(f"{key}: a TrainingArguments setting this fine-tuner does not apply; remove it")
     for key in ("eval_strategy", "save_strategy"):
         if str(raw.get(key, "no")) not in STRATEGIES:
-            raise ConfigError(f"{key}: {raw[key]!r} is not one of {', '.join(STRATEGIES)}")
+            raise FineTuneError(f"{key}: {raw[key]!r} is not one of {', '.join(STRATEGIES)}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from tpu_demo.data import DataError
+from tpu_demo.errors import FineTuneError
 
 
 @dataclass
@@ -40,7 +40,7 @@ def read_manifest(path) -> list[ManifestRow]:
     """Every row of a CSV or JSON-lines manifest; a missing column, transcript or audio file names the row."""
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"dataset manifest {path} does not exist")
+        raise FineTuneError(f"dataset manifest {path} does not exist")
     if path.suffix.lower() in (".jsonl", ".json"):
         records = []
         for number, line in enumerate(path.read_text().splitlines(), 1):
@@ -48,30 +48,30 @@ def read_manifest(path) -> list[ManifestRow]:
                 try:
                     records.append((number, json.loads(line)))
                 except json.JSONDecodeError as error:
-                    raise DataError(f"{path}, line {number}: not JSON ({error.msg})") from None
+                    raise FineTuneError(f"{path}, line {number}: not JSON ({error.msg})") from None
     else:
         with open(path, newline="") as f:
             reader = csv.DictReader(f)
             missing = {"audio", "text"} - set(reader.fieldnames or ())
             if missing:
                 columns = "audio, text[, speaker, language]"
-                raise DataError(f"{path}: no column {', '.join(sorted(missing))} (columns: {columns})")
+                raise FineTuneError(f"{path}: no column {', '.join(sorted(missing))} (columns: {columns})")
             records = [(number, record) for number, record in enumerate(reader, 2)]  # line 1 is the header
     rows = []
     for number, record in records:
         where = f"{path}, row {number}"
         audio, text = (record.get("audio") or "").strip(), (record.get("text") or "").strip()
         if not audio:
-            raise DataError(f"{where}: no audio file")
+            raise FineTuneError(f"{where}: no audio file")
         if not text:
-            raise DataError(f"{where} ({audio}): missing transcript")
+            raise FineTuneError(f"{where} ({audio}): missing transcript")
         audio_path = (path.parent / audio).resolve()
         if not audio_path.is_file():
-            raise DataError(f"{where}: audio file {audio_path} does not exist")
+            raise FineTuneError(f"{where}: audio file {audio_path} does not exist")
         speaker, language = record.get("speaker") or None, record.get("language") or None
         rows.append(ManifestRow(number, audio_path, text, speaker, language))
     if not rows:
-        raise DataError(f"{path}: no rows")
+        raise FineTuneError(f"{path}: no rows")
     return rows
 
 
@@ -82,26 +82,26 @@ def read_saved_dataset(folder: Path) -> list[ManifestRow]:
     loaded = datasets.load_from_disk(str(folder))
     if isinstance(loaded, datasets.DatasetDict):
         if "train" not in loaded:
-            raise DataError(f"{folder}: a DatasetDict without a train split ({', '.join(loaded)})")
+            raise FineTuneError(f"{folder}: a DatasetDict without a train split ({', '.join(loaded)})")
         loaded = loaded["train"]
     missing = {"audio", "text"} - set(loaded.column_names)
     if missing:
-        raise DataError(f"{folder}: no column {', '.join(sorted(missing))} (columns: audio, text[, language])")
+        raise FineTuneError(f"{folder}: no column {', '.join(sorted(missing))} (columns: audio, text[, language])")
     loaded = loaded.cast_column("audio", datasets.Audio(decode=False))
     rows = []
     for number, record in enumerate(loaded, 1):
         audio, text = record["audio"] or {}, (record.get("text") or "").strip()
         name = audio.get("path") or f"row {number}"
         if not text:
-            raise DataError(f"{folder}, row {number} ({name}): missing transcript")
+            raise FineTuneError(f"{folder}, row {number} ({name}): missing transcript")
         data = audio.get("bytes")
         path = Path(name)
         if data is None and not path.is_file():
-            raise DataError(f"{folder}, row {number}: no audio bytes and no file {name}")
+            raise FineTuneError(f"{folder}, row {number}: no audio bytes and no file {name}")
         language = record.get("language") or None
         rows.append(ManifestRow(number, path, text, record.get("speaker") or None, language, data))
     if not rows:
-        raise DataError(f"{folder}: no rows")
+        raise FineTuneError(f"{folder}: no rows")
     return rows
 
 
@@ -115,9 +115,9 @@ def load_audio(path, sampling_rate: int, data: bytes | None = None):
     try:
         samples, rate = soundfile.read(io.BytesIO(data) if data is not None else path, dtype="float32", always_2d=True)
     except (soundfile.LibsndfileError, RuntimeError) as error:
-        raise DataError(f"{path}: unreadable audio ({error})") from None
+        raise FineTuneError(f"{path}: unreadable audio ({error})") from None
     if samples.size == 0:
-        raise DataError(f"{path}: empty audio")
+        raise FineTuneError(f"{path}: empty audio")
     channels = samples.shape[1]
     mono = samples.mean(axis=1)
     if rate != sampling_rate:
@@ -134,7 +134,7 @@ class Codec:
         try:
             self.model = DacModel.from_pretrained(name_or_path).to(device).eval()
         except OSError as error:
-            raise DataError(f"codec {name_or_path}: not a DacModel folder or reachable hub id ({error})") from None
+            raise FineTuneError(f"codec {name_or_path}: not a DacModel folder or reachable hub id ({error})") from None
         config = self.model.config
         self.sampling_rate, self.num_codebooks = config.sampling_rate, config.n_codebooks
         self.device = device
@@ -182,7 +182,7 @@ def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progr
     full encodings, so changing the maximum never needs a new encoding.
     """
     if too_long not in ("truncate", "drop"):
-        raise DataError(f"too_long: {too_long!r} is not one of truncate, drop")
+        raise FineTuneError(f"too_long: {too_long!r} is not one of truncate, drop")
     cache = Path(cache_dir) / codec.fingerprint
     cache.mkdir(parents=True, exist_ok=True)
     result = Prepared(items=[])
@@ -195,8 +195,8 @@ def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progr
         else:
             try:
                 samples, channels = load_audio(row.audio, codec.sampling_rate, content)
-            except DataError as error:  # name the row too: the user fixes the manifest, not the file name
-                raise DataError(f"row {row.row}: {str(error.code).removeprefix('tpu_demo: ')}") from None
+            except FineTuneError as error:  # name the row too: the user fixes the manifest, not the file name
+                raise FineTuneError(f"row {row.row}: {error}") from None
             result.stereo += channels > 1
             codes = codec.encode(samples)
             partial = target.with_suffix(".tmp")
@@ -211,5 +211,5 @@ def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progr
             result.truncated.append(row.row)
         result.items.append({"file": str(target), "text": row.prompt, "row": row.row})
     if not result.items:
-        raise DataError(f"no sample left to train on ({result.summary()})")
+        raise FineTuneError(f"no sample left to train on ({result.summary()})")
     return result

@@ -9,7 +9,7 @@ from accelerate.utils import SAFE_WEIGHTS_NAME, WEIGHTS_NAME
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
-from tpu_demo.arguments import ConfigError
+from tpu_demo.errors import FineTuneError
 from tpu_demo.lora import ADAPTER_WEIGHTS, is_lora, load_adapter_weights
 
 
@@ -30,10 +30,10 @@ def resolve_resume(path, output_dir) -> Path:
     if path == "latest":
         found = sorted((Path(output_dir) / "checkpoints").glob("step-*"), key=lambda p: int(p.name[5:]))
         if not found:
-            raise ConfigError(f"resume_from_checkpoint: latest, but {output_dir}/checkpoints has none")
+            raise FineTuneError(f"resume_from_checkpoint: latest, but {output_dir}/checkpoints has none")
         return found[-1]
     if not Path(path).is_dir():
-        raise ConfigError(f"resume_from_checkpoint {path} is not a checkpoint directory")
+        raise FineTuneError(f"resume_from_checkpoint {path} is not a checkpoint directory")
     return Path(path)
 
 
@@ -41,7 +41,7 @@ def verify_checkpoint(path: Path) -> None:
     """Every file `save_state` wrote is whole (zip CRCs of torch files, the safetensors header against the file size);
     a checkpoint is called corrupt only here, so a load that fails later is reported as what it is."""
     if not any((path / name).is_file() for name in (SAFE_WEIGHTS_NAME, WEIGHTS_NAME, ADAPTER_WEIGHTS)):
-        raise ConfigError(
+        raise FineTuneError(
             f"cannot resume from {path}: it has no {SAFE_WEIGHTS_NAME}, {WEIGHTS_NAME} or {ADAPTER_WEIGHTS}"
         )
     for file in sorted(path.iterdir()):
@@ -56,7 +56,7 @@ def verify_checkpoint(path: Path) -> None:
                 if bad is not None:
                     raise ValueError(f"member {bad} fails its checksum")
         except (SafetensorError, zipfile.BadZipFile, ValueError, OSError) as error:
-            raise ConfigError(f"cannot resume from {path}: {file.name} is corrupt ({error})") from None
+            raise FineTuneError(f"cannot resume from {path}: {file.name} is corrupt ({error})") from None
 
 
 def load_model_weights_on_host(models, input_dir) -> None:
@@ -77,7 +77,9 @@ def load_model_weights_on_host(models, input_dir) -> None:
         try:
             model.load_state_dict(state)
         except RuntimeError as error:  # whole files, but another model's weights
-            raise ConfigError(f"cannot resume from {input_dir}: its weights do not fit this model: {error}") from None
+            raise FineTuneError(
+                f"cannot resume from {input_dir}: its weights do not fit this model: {error}"
+            ) from None
         models.remove(model)
 
 

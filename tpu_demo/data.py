@@ -12,14 +12,11 @@ from pathlib import Path
 import torch
 from transformers import DiaProcessor, DiaTokenizer
 
+from tpu_demo.errors import FineTuneError
+
 AUDIO_EOS, AUDIO_PAD, AUDIO_BOS = 1024, 1025, 1026
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
 FRAMES_PER_WORD = 3
-
-
-class DataError(SystemExit):
-    def __init__(self, message: str):
-        super().__init__(f"tpu_demo: {message}")
 
 
 def word_frames(word: str, num_channels: int) -> torch.Tensor:
@@ -52,7 +49,7 @@ class CodesDataset(torch.utils.data.Dataset):
         self.num_channels = num_channels
         metadata = self.data_dir / "metadata.jsonl"
         if items is None and not metadata.is_file():
-            raise DataError(
+            raise FineTuneError(
                 f"{self.data_dir} has no metadata.jsonl (dataset: a folder of codes, a manifest, or synthetic)"
             )
         if items is None:
@@ -62,7 +59,7 @@ class CodesDataset(torch.utils.data.Dataset):
         self.description = description or f"{len(items)} samples of pre-computed codes from {self.data_dir}"
         missing = [item["file"] for item in self.items if not (self.data_dir / item["file"]).is_file()]
         if missing:
-            raise DataError(
+            raise FineTuneError(
                 f"{self.data_dir}: {len(missing)} code files listed in metadata.jsonl are missing, e.g. {missing[0]}"
             )
 
@@ -74,9 +71,9 @@ class CodesDataset(torch.utils.data.Dataset):
         codes = torch.load(self.data_dir / item["file"], weights_only=True)
         where = f"{item['file']} (sample {item.get('row', i + 1)})"
         if codes.dim() != 2 or codes.shape[1] != self.num_channels:
-            raise DataError(f"{where}: codes must be (frames, {self.num_channels}), got {tuple(codes.shape)}")
+            raise FineTuneError(f"{where}: codes must be (frames, {self.num_channels}), got {tuple(codes.shape)}")
         if codes.numel() and (codes.min() < 0 or codes.max() > 1023):
-            raise DataError(f"{where}: codes must lie in 0..1023, got {int(codes.min())}..{int(codes.max())}")
+            raise FineTuneError(f"{where}: codes must lie in 0..1023, got {int(codes.min())}..{int(codes.max())}")
         return {"index": i, "text": item["text"], "codes": codes.long()}
 
 

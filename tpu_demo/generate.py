@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from tpu_demo.arguments import ConfigError
+from tpu_demo.errors import FineTuneError
 from tpu_demo.samples import DIA_SAMPLING, check_prompts, generate_audio, generation_settings, write_wav
 
 PROCESSOR_FILE = "processor_config.json"
@@ -24,7 +24,7 @@ def find_processor(model_dir: Path, given: str | None) -> Path:
     for folder in candidates:
         if (folder / PROCESSOR_FILE).is_file():
             return folder
-    raise ConfigError(
+    raise FineTuneError(
         f"no DiaProcessor in {' or '.join(str(c.resolve()) for c in candidates)}: pass --processor (a run's final/ or "
         "processor/ folder; a run saves one when it has a `codec`)"
     )
@@ -38,9 +38,9 @@ def load_model(model_dir: Path, base_model: str | None):
 
         return load_adapter(model_dir, base_model)
     if base_model:
-        raise ConfigError(f"--base_model is for LoRA adapters; {model_dir} holds a whole model")
+        raise FineTuneError(f"--base_model is for LoRA adapters; {model_dir} holds a whole model")
     if not (model_dir / "config.json").is_file():
-        raise ConfigError(
+        raise FineTuneError(
             f"{model_dir} is not a Dia model folder (no config.json): give a run's final/ or a checkpoint"
         )
     return DiaForConditionalGeneration.from_pretrained(model_dir)
@@ -66,8 +66,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         written = generate(args)
-    except ConfigError as error:
-        print(error.code, file=sys.stderr)
+    except FineTuneError as error:
+        print(f"tpu_demo: {error}", file=sys.stderr)
         return 2
     for path, seconds in written:
         print(f"{path} ({seconds:.2f} s)")
@@ -78,13 +78,13 @@ def generate(args) -> list[tuple[Path, float]]:
     from accelerate import PartialState
     from transformers import DiaProcessor
 
-    from tpu_demo.audio import DataError, load_audio
+    from tpu_demo.audio import load_audio
 
     model_dir = Path(args.model_dir)
     if not model_dir.is_dir():
-        raise ConfigError(f"{model_dir} does not exist")
+        raise FineTuneError(f"{model_dir} does not exist")
     if bool(args.audio_prompt) != bool(args.audio_prompt_text):
-        raise ConfigError("--audio_prompt and --audio_prompt_text go together: the clip and what is said in it")
+        raise FineTuneError("--audio_prompt and --audio_prompt_text go together: the clip and what is said in it")
     processor = DiaProcessor.from_pretrained(find_processor(model_dir, args.processor))
     model = load_model(model_dir, args.base_model).to(PartialState().device)
     texts = check_prompts(args.texts, processor.tokenizer, model.config.encoder_config.max_position_embeddings)
@@ -92,11 +92,8 @@ def generate(args) -> list[tuple[Path, float]]:
     prompt = None
     if args.audio_prompt:
         if not Path(args.audio_prompt).is_file():
-            raise ConfigError(f"--audio_prompt {args.audio_prompt} does not exist")
-        try:
-            prompt, _ = load_audio(args.audio_prompt, rate)
-        except DataError as error:
-            raise ConfigError(str(error.code).removeprefix("tpu_demo: ")) from None
+            raise FineTuneError(f"--audio_prompt {args.audio_prompt} does not exist")
+        prompt, _ = load_audio(args.audio_prompt, rate)
     overrides = {key: getattr(args, key) for key in ("guidance_scale", "temperature", "top_p", "top_k")}
     torch.manual_seed(args.seed)
     audio = generate_audio(

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from tpu_demo.arguments import load_raw, parse_launch
+from tpu_demo.errors import FineTuneError
 
 
 def detect_distributed_type(launch) -> str:
@@ -78,7 +79,10 @@ def main(argv=None) -> int:
     parser.add_argument("overrides", nargs="*", help="key=value settings that replace the file's")
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     args = parser.parse_args(argv)
-    cmd, env = accelerate_command(args.config, args.overrides)
+    try:
+        cmd, env = accelerate_command(args.config, args.overrides)
+    except FineTuneError as error:
+        sys.exit(f"tpu_demo: {error}")
     print("+ " + shlex.join([*(f"{k}={v}" for k, v in env.items()), "accelerate", "launch", *cmd]), flush=True)
     if args.dry_run:
         return 0

@@ -4,7 +4,7 @@ accelerate's save/load hooks), `merge_lora` exports merged weights, and `generat
 import json
 from pathlib import Path
 
-from tpu_demo.arguments import ConfigError
+from tpu_demo.errors import FineTuneError
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 
@@ -13,7 +13,7 @@ def require_peft():
     try:
         import peft
     except ImportError:
-        raise ConfigError("lora_r: LoRA needs PEFT (pip install peft)") from None
+        raise FineTuneError("lora_r: LoRA needs PEFT (pip install peft)") from None
     return peft
 
 
@@ -62,7 +62,7 @@ def load_adapter_weights(model, input_dir) -> None:
     state = load_file(Path(input_dir) / ADAPTER_WEIGHTS, device="cpu")
     result = set_peft_model_state_dict(model, state)
     if getattr(result, "unexpected_keys", None):
-        raise ConfigError(f"cannot resume from {input_dir}: its adapter does not fit this model")
+        raise FineTuneError(f"cannot resume from {input_dir}: its adapter does not fit this model")
 
 
 def load_adapter(adapter_dir: Path, base_model: str | None):
@@ -73,11 +73,11 @@ def load_adapter(adapter_dir: Path, base_model: str | None):
     recorded = json.loads((adapter_dir / "adapter_config.json").read_text()).get("base_model_name_or_path")
     base = base_model or recorded
     if not base:
-        raise ConfigError(f"{adapter_dir} is a LoRA adapter with no base model recorded: pass --base_model")
+        raise FineTuneError(f"{adapter_dir} is a LoRA adapter with no base model recorded: pass --base_model")
     if not Path(base).is_dir() and not base_model:
-        raise ConfigError(f"{adapter_dir}: its base model {base} is not here: pass --base_model (the Dia it was on)")
+        raise FineTuneError(f"{adapter_dir}: its base model {base} is not here: pass --base_model (the Dia it was on)")
     try:
         model = DiaForConditionalGeneration.from_pretrained(base)
     except OSError as error:
-        raise ConfigError(f"base model {base}: {str(error).splitlines()[0]}") from None
+        raise FineTuneError(f"base model {base}: {str(error).splitlines()[0]}") from None
     return peft.PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()

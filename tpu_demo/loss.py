@@ -2,7 +2,7 @@
 
 import torch
 
-from tpu_demo.arguments import ConfigError
+from tpu_demo.errors import FineTuneError
 
 AUDIO_EOS = 1024
 
@@ -15,7 +15,7 @@ class CodebookLoss:
     def __init__(self, num_channels: int, weights=None, audio_tokens_only: bool = False):
         weights = [1.0] * num_channels if weights is None else [float(w) for w in weights]
         if len(weights) != num_channels or min(weights) < 0 or not any(weights):
-            raise ConfigError(f"codebook_weights: {num_channels} non-negative weights, not all 0, got {weights}")
+            raise FineTuneError(f"codebook_weights: {num_channels} non-negative weights, not all 0, got {weights}")
         self.weights = torch.tensor(weights)
         self.audio_tokens_only = audio_tokens_only
         # the model computes exactly this itself

@@ -5,6 +5,8 @@ import transformers
 from transformers import DacConfig, DiaConfig, DiaForConditionalGeneration
 from transformers.models.dia.configuration_dia import DiaDecoderConfig, DiaEncoderConfig
 
+from tpu_demo.errors import FineTuneError
+
 DELAY_PATTERN = [0, 8, 9, 10, 11, 12, 13, 14, 15]
 
 
@@ -88,7 +90,7 @@ def build_model(model_args, attn_implementation=None) -> DiaForConditionalGenera
     try:
         return DiaForConditionalGeneration.from_pretrained(model_args.model, **{keyword: dtype}, **options)
     except OSError as error:
-        raise SystemExit(
-            f"tpu_demo: model {model_args.model}: not a Dia folder in transformers format, nor a hub id that can be "
+        raise FineTuneError(
+            f"model {model_args.model}: not a Dia folder in transformers format, nor a hub id that can be "
             f"reached ({str(error).splitlines()[0]})"
         ) from None

@@ -4,7 +4,7 @@ import torch
 from accelerate.utils import DistributedType
 from transformers import get_scheduler
 
-from tpu_demo.arguments import ConfigError
+from tpu_demo.errors import FineTuneError
 
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adafactor", "sgd")
 
@@ -31,7 +31,7 @@ def make_optimizer(args, model, distributed_type):
         return Adafactor(groups, lr=args.learning_rate, scale_parameter=False, relative_step=False)
     if optim == "sgd":
         return torch.optim.SGD(groups, lr=args.learning_rate)
-    raise ConfigError(f"optim: {optim!r} is not supported by this fine-tuner; use one of {', '.join(OPTIMIZERS)}")
+    raise FineTuneError(f"optim: {optim!r} is not supported by this fine-tuner; use one of {', '.join(OPTIMIZERS)}")
 
 
 def init_optimizer_state(optimizer) -> None:

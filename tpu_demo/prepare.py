@@ -14,21 +14,22 @@ from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 from tqdm.auto import tqdm
 
-from tpu_demo.data import CodesDataset, DataError, write_synthetic
+from tpu_demo.data import CodesDataset, write_synthetic
+from tpu_demo.errors import FineTuneError
 
 
 def codec_matches_model(codec, model_config, model=None) -> None:
     """Refuses, before any encoding, a codec whose codes the model cannot read or whose rate its processor does not."""
     channels = model_config.decoder_config.num_channels
     if codec.num_codebooks != channels:
-        raise DataError(f"codec has {codec.num_codebooks} codebooks but the model reads {channels} channels")
+        raise FineTuneError(f"codec has {codec.num_codebooks} codebooks but the model reads {channels} channels")
     if codec.model.config.codebook_size > 1024:
-        raise DataError(f"codec codebook size {codec.model.config.codebook_size} exceeds Dia's 1024 audio codes")
+        raise FineTuneError(f"codec codebook size {codec.model.config.codebook_size} exceeds Dia's 1024 audio codes")
     processor_config = Path(model or "", "preprocessor_config.json")  # a local Dia folder's own processor
     if model and processor_config.is_file():
         rate = json.loads(processor_config.read_text()).get("sampling_rate")
         if rate and rate != codec.sampling_rate:
-            raise DataError(f"codec samples at {codec.sampling_rate} Hz but the model's processor at {rate} Hz")
+            raise FineTuneError(f"codec samples at {codec.sampling_rate} Hz but the model's processor at {rate} Hz")
 
 
 def training_data(data_args, model_config, output_dir, seed, model=None) -> CodesDataset:
@@ -47,9 +48,9 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
     if path.is_dir() and not saved_dataset:
         return CodesDataset(path, num_channels=channels)
     if not path.exists():
-        raise DataError(f"dataset {source}: no such manifest or folder (or use `dataset: synthetic`)")
+        raise FineTuneError(f"dataset {source}: no such manifest or folder (or use `dataset: synthetic`)")
     if not data_args.codec:
-        raise DataError(f"dataset {source} holds recordings: set `codec` to a DacModel folder or hub id")
+        raise FineTuneError(f"dataset {source} holds recordings: set `codec` to a DacModel folder or hub id")
     from tpu_demo.audio import Codec, prepare, read_manifest, read_saved_dataset
 
     rows = read_saved_dataset(path) if saved_dataset else read_manifest(path)
@@ -91,13 +92,16 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         raise SystemExit("usage: python -m tpu_demo.prepare CONFIG.yaml [key=value ...]")
-    raw = load_raw(argv[0], argv[1:])
-    # before TrainingArguments, as in training; like `Accelerator`, honour `accelerate launch --cpu`'s variable
-    PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
-    _, model_args, data_args, _, _, _, training_args = parse_all(raw)
-    dataset = training_data(
-        data_args, model_config(model_args), training_args.output_dir, training_args.seed, model_args.model
-    )
+    try:
+        raw = load_raw(argv[0], argv[1:])
+        # before TrainingArguments, as in training; like `Accelerator`, honour `accelerate launch --cpu`'s variable
+        PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
+        _, model_args, data_args, _, _, _, training_args = parse_all(raw)
+        dataset = training_data(
+            data_args, model_config(model_args), training_args.output_dir, training_args.seed, model_args.model
+        )
+    except FineTuneError as error:
+        sys.exit(f"tpu_demo: {error}")
     print(f"tpu_demo: {len(dataset)} samples ready")
     return 0
 

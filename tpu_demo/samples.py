@@ -9,8 +9,8 @@ from pathlib import Path
 
 import torch
 
-from tpu_demo.arguments import ConfigError
 from tpu_demo.data import AUDIO_BOS, AUDIO_PAD
+from tpu_demo.errors import FineTuneError
 
 # What Dia's published generation config (nari-labs/Dia-1.6B-0626) uses; a model's own generation config wins.
 DIA_SAMPLING = {"guidance_scale": 3.0, "temperature": 1.8, "top_p": 0.90, "top_k": 45}
@@ -21,10 +21,10 @@ def prompt_text(item) -> str:
     if isinstance(item, str):
         return item
     if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-        raise ConfigError(f"sample_prompts: {item!r} is neither a text nor a mapping with `text`")
+        raise FineTuneError(f"sample_prompts: {item!r} is neither a text nor a mapping with `text`")
     unknown = set(item) - {"text", "speaker", "language"}
     if unknown:
-        raise ConfigError(f"sample_prompts: {item!r} has unknown keys {', '.join(sorted(unknown))}")
+        raise FineTuneError(f"sample_prompts: {item!r} has unknown keys {', '.join(sorted(unknown))}")
     text = item["text"]
     if item.get("speaker") and not text.lstrip().startswith("["):
         text = f"[{item['speaker']}] {text}"
@@ -45,7 +45,7 @@ def check_prompts(prompts, tokenizer, max_text_tokens: int) -> list[str]:
     for number, text in enumerate(texts, 1):
         length = len(tokenizer(text)["input_ids"])
         if length > max_text_tokens:
-            raise ConfigError(
+            raise FineTuneError(
                 f"sample_prompts: prompt {number} is {length} tokens, longer than max_text_tokens {max_text_tokens}: "
                 f"{text[:60]!r}"
             )

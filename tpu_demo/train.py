@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -19,9 +20,10 @@ from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_
 from tqdm.auto import tqdm
 from transformers import TrainingArguments
 
-from tpu_demo.arguments import ConfigError, load_raw, parse_all, parse_launch
+from tpu_demo.arguments import load_raw, parse_all, parse_launch
 from tpu_demo.checkpoint import checkpoint_dir, load_checkpoint, resolve_resume, save_checkpoint
 from tpu_demo.data import DiaCollator
+from tpu_demo.errors import FineTuneError
 from tpu_demo.loss import CodebookLoss
 from tpu_demo.model import build_model, register_static_mask_attention
 from tpu_demo.optimization import init_optimizer_state, make_optimizer, make_scheduler
@@ -73,7 +75,7 @@ def trackers(report_to) -> list[str]:
         return available
     missing = [name for name in names if name not in available]
     if missing:
-        raise ConfigError(
+        raise FineTuneError(
             f"report_to: {', '.join(missing)} not installed here (pip install {' '.join(missing)}); "
             f"installed trackers: {', '.join(available) or 'none'}"
         )
@@ -100,8 +102,8 @@ def parse_after_accelerator(accelerator, raw):
     os.environ["ACCELERATE_MIXED_PRECISION"] = accelerator.mixed_precision
     parsed = parse_all(raw)
     if not hasattr(accelerator.state, "distributed_type"):
-        raise SystemExit(
-            "tpu_demo: building TrainingArguments reset the Accelerator's state "
+        raise FineTuneError(
+            "building TrainingArguments reset the Accelerator's state "
             f"(transformers {transformers.__version__}, huggingface/transformers#40376). Install the patched "
             "transformers (`tox -e demo` does), or keep `accelerator_state_policy: auto` and make the config's "
             "settings agree with the Accelerator's."
@@ -213,11 +215,13 @@ def with_lora(accelerator, model, lora_args, model_args):
         given = [f for f in ("lora_alpha", "lora_dropout", "lora_target_modules", "merge_lora")
                  if getattr(lora_args, f) != getattr(defaults, f)]  # fmt: skip
         if given:
-            raise ConfigError(f"{', '.join(given)}: set, but lora_r is 0 (full fine-tuning)")
+            raise FineTuneError(f"{', '.join(given)}: set, but lora_r is 0 (full fine-tuning)")
         return model
     if not model_args.model:
-        raise ConfigError("lora_r: LoRA trains adapters over a base model: set `model` (adapters over the tiny random "
-                          "Dia could never be loaded again)")  # fmt: skip
+        raise FineTuneError(
+            "lora_r: LoRA trains adapters over a base model: set `model` (adapters over the tiny random Dia could "
+            "never be loaded again)"
+        )
     from tpu_demo.lora import adapter_saving_hook, wrap
 
     if not getattr(accelerator, "_adapter_hook", None):
@@ -234,10 +238,10 @@ def sample_writer(accelerator, sample_args, data_args, model_config, output_dir,
             sample_args.sample_max_frames
         )
         if given:
-            raise ConfigError(f"{', '.join(given)}: set, but there are no sample_prompts to generate")
+            raise FineTuneError(f"{', '.join(given)}: set, but there are no sample_prompts to generate")
         return None
     if not data_args.codec:
-        raise ConfigError("sample_prompts: needs `codec` (the DacModel that turns generated codes into audio)")
+        raise FineTuneError("sample_prompts: needs `codec` (the DacModel that turns generated codes into audio)")
     from transformers import DiaProcessor
 
     from tpu_demo.samples import SampleWriter, check_prompts
@@ -453,7 +457,10 @@ def main(argv=None) -> None:
     parser.add_argument("config", help="YAML file with training and accelerate settings")
     parser.add_argument("overrides", nargs="*", help="key=value settings that replace the file's")
     args = parser.parse_args(argv)
-    train(args.config, args.overrides)
+    try:
+        train(args.config, args.overrides)
+    except FineTuneError as error:
+        sys.exit(f"tpu_demo: {error}")
 
 
 if __name__ == "__main__":
