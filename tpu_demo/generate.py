@@ -3,7 +3,7 @@
     python -m tpu_demo.generate outputs/dia-tiny/final "[S1] Hello there." --out hello.wav
     python -m tpu_demo.generate DIR "[S1] More." --audio_prompt me.wav --audio_prompt_text "[S1] What I say in it."
 
-Runs on the best local device (CPU, GPU or XLA, as accelerate picks it).
+Runs on the best local device as accelerate picks it (CPU or GPU); on a TPU/XLA machine on its host CPU.
 """
 
 import argparse
@@ -13,7 +13,14 @@ from pathlib import Path
 import torch
 
 from tpu_demo.errors import FineTuneError
-from tpu_demo.samples import DIA_SAMPLING, check_prompts, generate_audio, generation_settings, write_wav
+from tpu_demo.samples import (
+    DIA_SAMPLING,
+    check_prompts,
+    generate_audio,
+    generation_device,
+    generation_settings,
+    write_wav,
+)
 
 PROCESSOR_FILE = "processor_config.json"
 
@@ -75,7 +82,6 @@ def main(argv=None) -> int:
 
 
 def generate(args) -> list[tuple[Path, float]]:
-    from accelerate import PartialState
     from transformers import DiaProcessor
 
     from tpu_demo.audio import load_audio
@@ -86,7 +92,7 @@ def generate(args) -> list[tuple[Path, float]]:
     if bool(args.audio_prompt) != bool(args.audio_prompt_text):
         raise FineTuneError("--audio_prompt and --audio_prompt_text go together: the clip and what is said in it")
     processor = DiaProcessor.from_pretrained(find_processor(model_dir, args.processor))
-    model = load_model(model_dir, args.base_model).to(PartialState().device)
+    model = load_model(model_dir, args.base_model).to(generation_device())
     texts = check_prompts(args.texts, processor.tokenizer, model.config.encoder_config.max_position_embeddings)
     rate = processor.feature_extractor.sampling_rate
     prompt = None

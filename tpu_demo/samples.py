@@ -52,6 +52,15 @@ def check_prompts(prompts, tokenizer, max_text_tokens: int) -> list[str]:
     return texts
 
 
+def generation_device():
+    """The accelerator, except XLA: autoregressive decoding compiles a graph per generated token there (on PJRT CPU
+    the compilations ran out of memory within 100 tokens), so the host CPU generates."""
+    from accelerate import PartialState
+
+    device = PartialState().device
+    return torch.device("cpu") if device.type == "xla" else device
+
+
 def write_wav(path: Path, audio, sampling_rate: int) -> None:
     """Written beside its final name and renamed into place: an interrupted write leaves no half-written WAV."""
     import soundfile
