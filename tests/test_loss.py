@@ -61,3 +61,18 @@ def test_bad_weights_are_refused(weights):
 
     with pytest.raises(FineTuneError, match="codebook_weights: 9 non-negative weights"):
         CodebookLoss(9, weights)
+
+
+def test_a_batch_of_one_sample_gives_the_models_loss(tmp_path):
+    """A last eval batch (or a per-device batch) of one sample: its labels must suit the model's `view(-1)`."""
+    from transformers import DiaForConditionalGeneration
+
+    from tpu_demo.data import CodesDataset, DiaCollator, write_synthetic
+    from tpu_demo.model import tiny_config
+    from tpu_demo.train import MODEL_INPUTS
+
+    model = DiaForConditionalGeneration(tiny_config()).eval()
+    data = CodesDataset(write_synthetic(tmp_path, 1))
+    batch = DiaCollator(model.config.delay_pattern, 48, 24, text_dropout=0.0, seed=0)([data[0]])
+    with torch.no_grad():
+        assert torch.isfinite(model(**{k: batch[k] for k in MODEL_INPUTS}).loss)

@@ -130,6 +130,7 @@ class DiaCollator:
             "attention_mask": text["attention_mask"],
             "decoder_input_ids": delayed[:, :-1],
             "decoder_attention_mask": mask[:, :-1],
-            "labels": labels.transpose(1, 2).reshape(len(samples) * num_channels, -1).long(),
+            # contiguous: for one sample the reshape is a strided view, and the model's loss calls `labels.view(-1)`
+            "labels": labels.transpose(1, 2).reshape(len(samples) * num_channels, -1).long().contiguous(),
             "index": [s["index"] for s in samples],  # host ints: device loaders pass them through untouched
         }
