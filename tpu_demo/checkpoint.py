@@ -26,9 +26,14 @@ def save_checkpoint(accelerator, model, path: Path) -> None:
         accelerator.unwrap_model(model).generation_config.save_pretrained(path)
 
 
+def step_dirs(folder) -> list[Path]:
+    """The `step-N` folders in `folder` (checkpoints, samples), in step order."""
+    return sorted(Path(folder).glob("step-*"), key=lambda p: int(p.name[5:]))
+
+
 def resolve_resume(path, output_dir) -> Path:
     if path == "latest":
-        found = sorted((Path(output_dir) / "checkpoints").glob("step-*"), key=lambda p: int(p.name[5:]))
+        found = step_dirs(Path(output_dir) / "checkpoints")
         if not found:
             raise FineTuneError(f"resume_from_checkpoint: latest, but {output_dir}/checkpoints has none")
         return found[-1]

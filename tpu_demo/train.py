@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from transformers import TrainingArguments
 
 from tpu_demo.arguments import load_raw, parse_all, parse_launch
-from tpu_demo.checkpoint import checkpoint_dir, load_checkpoint, resolve_resume, save_checkpoint
+from tpu_demo.checkpoint import checkpoint_dir, load_checkpoint, resolve_resume, save_checkpoint, step_dirs
 from tpu_demo.data import DiaCollator
 from tpu_demo.errors import FineTuneError
 from tpu_demo.loss import CodebookLoss
@@ -261,7 +261,7 @@ def split(dataset_size: int, eval_samples: int, seed: int) -> tuple[list[int], l
 
 def rotate_checkpoints(output_dir, limit) -> None:
     """`save_total_limit`: only the newest `limit` checkpoints are kept."""
-    found = sorted((Path(output_dir) / "checkpoints").glob("step-*"), key=lambda p: int(p.name[5:]))
+    found = step_dirs(Path(output_dir) / "checkpoints")
     for old in found[: max(0, len(found) - limit)]:
         shutil.rmtree(old)
 
@@ -427,11 +427,7 @@ def train(config, overrides=()) -> dict:
         * args.gradient_accumulation_steps
         * accelerator.num_processes
         / elapsed,
-        "samples": [
-            f"samples/step-{n}" for n in sorted(int(p.name[5:]) for p in (output_dir / "samples").glob("step-*"))
-        ]
-        if samples
-        else [],
+        "samples": [str(p.relative_to(output_dir)) for p in step_dirs(output_dir / "samples")] if samples else [],
         "transformers": transformers.__version__,
         "xla": counters.summary(),
         "data": dataset.description,
