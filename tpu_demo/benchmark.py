@@ -34,12 +34,6 @@ def batches(data_dir, batch_size, count, seed=0):
     return out[:count]
 
 
-def xla_counts():
-    from tpu_demo.xla_counters import _counts
-
-    return _counts()
-
-
 def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
     """`plain`: PyTorch alone; `accelerate`: the program's `train_step` and model; `accelerate-before` (XLA only):
     the loop as it was before the XLA fixes (sdpa attention with its host-side mask checks, the batch's index tensor
@@ -51,6 +45,7 @@ def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
     from tpu_demo.model import register_static_mask_attention, tiny_config
     from tpu_demo.optimization import init_optimizer_state
     from tpu_demo.train import MODEL_INPUTS, train_step
+    from tpu_demo.xla_counters import counts
 
     set_seed(0)
     torch.set_num_threads(1)
@@ -88,7 +83,7 @@ def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
             optimizer.zero_grad()
         times.append(time.perf_counter() - start)
         if i == warmup - 1 and on_xla:
-            at_warmup = xla_counts()
+            at_warmup = counts()
     steady = times[warmup:]
     result = {
         "mode": mode,
@@ -98,7 +93,7 @@ def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     if at_warmup is not None:
-        now = xla_counts()
+        now = counts()
         result["compilations_after_warmup"] = now[0] - at_warmup[0]
         result["transfers_per_step"] = (now[1] - at_warmup[1]) / steps
     result["final_loss"] = float(loss.detach().cpu())

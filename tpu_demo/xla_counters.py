@@ -8,7 +8,8 @@ the previous mark to `phase`: one training step is the time from the end of the 
 from accelerate.utils import DistributedType
 
 
-def _counts() -> tuple[int, int]:
+def counts() -> tuple[int, int]:
+    """Compilations and device-to-host transfers so far in this process (XLA only)."""
     import torch_xla.debug.metrics as xla_metrics
 
     def calls(metric):
@@ -23,16 +24,16 @@ class XlaCounters:
         self.enabled = accelerator.distributed_type == DistributedType.XLA
         self.first_calls = {"train": warmup_steps}
         self.phases: dict[str, dict[str, int]] = {}
-        self.last = _counts() if self.enabled else (0, 0)
+        self.last = counts() if self.enabled else (0, 0)
 
     def compilations(self):
         """Graphs compiled so far in this process; None off XLA."""
-        return _counts()[0] if self.enabled else None
+        return counts()[0] if self.enabled else None
 
     def mark(self, phase: str) -> None:
         if not self.enabled:
             return
-        now = _counts()
+        now = counts()
         compiled, transferred = now[0] - self.last[0], now[1] - self.last[1]
         self.last = now
         record = self.phases.setdefault(phase, dict.fromkeys(self._keys(), 0))
