@@ -213,6 +213,16 @@ def is_default(field_, value) -> bool:
     return value == default or value == getattr(default, "value", default)
 
 
+def changed_settings(arguments, switch: str) -> list[str]:
+    """The fields of `arguments` other than `switch` set to something else than their default: settings that would be
+    ignored while `switch` is off."""
+    return [
+        f.name
+        for f in dataclasses.fields(arguments)
+        if f.name != switch and not is_default(f, getattr(arguments, f.name))
+    ]
+
+
 def refuse_unused_training_arguments(raw: dict) -> None:
     fields = TrainingArguments.__dataclass_fields__
     for key, value in raw.items():

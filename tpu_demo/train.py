@@ -20,7 +20,7 @@ from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_
 from tqdm.auto import tqdm
 from transformers import TrainingArguments
 
-from tpu_demo.arguments import load_raw, parse_all, parse_launch
+from tpu_demo.arguments import changed_settings, load_raw, parse_all, parse_launch
 from tpu_demo.checkpoint import checkpoint_dir, load_checkpoint, resolve_resume, save_checkpoint, step_dirs
 from tpu_demo.data import DiaCollator
 from tpu_demo.errors import FineTuneError
@@ -208,12 +208,8 @@ def log_metrics(accelerator, output_dir, metrics, step) -> None:
 
 def with_lora(accelerator, model, lora_args, model_args):
     """The model with LoRA adapters when `lora_r` is set; LoRA settings without `lora_r` are refused."""
-    from tpu_demo.arguments import LoraArguments
-
     if not lora_args.lora_r:
-        defaults = LoraArguments()
-        given = [f for f in ("lora_alpha", "lora_dropout", "lora_target_modules", "merge_lora")
-                 if getattr(lora_args, f) != getattr(defaults, f)]  # fmt: skip
+        given = changed_settings(lora_args, "lora_r")
         if given:
             raise FineTuneError(f"{', '.join(given)}: set, but lora_r is 0 (full fine-tuning)")
         return model
@@ -233,10 +229,7 @@ def sample_writer(accelerator, sample_args, data_args, model_config, output_dir,
     """The `SampleWriter` for `sample_prompts`, with the run's processor (output_dir/processor); None without prompts.
     Sampling settings without prompts are refused."""
     if not sample_args.sample_prompts:
-        given = [k for k, v in sample_args.sampling_overrides().items() if v is not None]
-        given += ["sample_every"] * bool(sample_args.sample_every) + ["sample_max_frames"] * bool(
-            sample_args.sample_max_frames
-        )
+        given = changed_settings(sample_args, "sample_prompts")
         if given:
             raise FineTuneError(f"{', '.join(given)}: set, but there are no sample_prompts to generate")
         return None
