@@ -1,26 +1,64 @@
-"""Runs the real fine-tune program (through its launcher, as a user does) and reads what it wrote."""
+"""Runs the real fine-tune program and reads what it wrote: through its launcher as a user does (a new interpreter
+and `accelerate launch`), or its `main` in this process, for the checks that need no launcher (7 s less a run)."""
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import torch
+from accelerate.state import AcceleratorState, GradientState
+from transformers.testing_utils import get_torch_dist_unique_port
 
-from tests.testing_utils import ROOT, launch_env, worker_port
+from tests.testing_utils import ROOT, accelerate_environment_cleared, launch_env
 
 CONFIG = ROOT / "tpu_demo/configs/tiny.yaml"
 
 
-def run_demo(output_dir, *overrides, launcher=True, port_offset=5, timeout=900):
-    output_dir = Path(output_dir)
+def run_demo(output_dir, *overrides, launcher=True, timeout=900):
+    """The fine-tune on `tiny.yaml`; `launcher=False` runs `tpu_demo.train.main` in this process."""
     settings = [f"output_dir={output_dir}", "report_to=none", *overrides]
-    if launcher:
-        settings.append(f"main_process_port={worker_port(port_offset)}")
-        cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings]
-    else:
-        cmd = [sys.executable, "-m", "tpu_demo.train", str(CONFIG), *settings]
+    if not launcher:
+        from tpu_demo.train import main
+
+        return run_main(main, [str(CONFIG), *settings])
+    settings.append(f"main_process_port={get_torch_dist_unique_port()}")
+    cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings]
     return subprocess.run(cmd, env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def generate(*args, cli=False):
+    """`python -m tpu_demo.generate` as a user runs it (`cli`), else its `main` in this process; 30 frames at most."""
+    args = [*map(str, args), "--max_new_tokens", "30"]
+    if cli:
+        cmd = [sys.executable, "-m", "tpu_demo.generate", *args]
+        return subprocess.run(cmd, env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    from tpu_demo.generate import main
+
+    return run_main(main, args)
+
+
+def run_main(main, argv) -> subprocess.CompletedProcess:
+    """`main(argv)` in this process as the interpreter would run it: its exit code, and its output captured. It runs
+    as `launch_env` sets a program up (one thread, no `ACCELERATE_*` variable) and leaves no accelerate state behind.
+    An exception other than `SystemExit` propagates: it would be a traceback for a user."""
+    stdout, stderr, threads = io.StringIO(), io.StringIO(), torch.get_num_threads()
+    code = 0
+    with accelerate_environment_cleared(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        torch.set_num_threads(1)
+        try:
+            code = main(list(map(str, argv))) or 0
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 1
+            if isinstance(exit.code, str):
+                print(exit.code, file=sys.stderr)
+        finally:
+            torch.set_num_threads(threads)
+            AcceleratorState._reset_state(True)
+            GradientState._reset_state()
+    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
 
 
 def summary(output_dir) -> dict:

@@ -179,7 +179,9 @@ def test_recordings_to_a_model_that_learned(tmp_path):
     out = tmp_path / "run"
     settings = [f"dataset={manifest}", f"codec={tiny_codec(tmp_path / 'codec')}", "eval_samples=4"]
     settings += ["codebook_weights=[4,1,1,1,1,1,1,1,1]", "loss_on_audio_tokens_only=true"]  # the originals' loss
-    result = run_demo(out, *settings, "max_steps=30", "max_audio_frames=64", "eval_strategy=no", "save_strategy=no")
+    result = run_demo(
+        out, *settings, "max_steps=30", "max_audio_frames=64", "eval_strategy=no", "save_strategy=no", launcher=False
+    )
     assert_ok(result)
     assert "24 samples, 24 encoded, 0 from the cache, 8 stereo files downmixed to mono" in result.stdout
     assert summary(out)["last_loss"] < summary(out)["first_loss"]
@@ -205,7 +207,7 @@ def test_two_processes_encode_each_file_once(tmp_path):
     manifest = recordings(tmp_path / "user", count=6)
     codec = tiny_codec(tmp_path / "codec")
     args = [CONFIG, f"dataset={manifest}", f"codec={codec}", f"output_dir={tmp_path / 'run'}", "report_to=none"]
-    result = accelerate_launch(ROOT / "tpu_demo/prepare.py", *args, num_processes=2, port_offset=3)
+    result = accelerate_launch(ROOT / "tpu_demo/prepare.py", *args, num_processes=2)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "process 0: 6 samples, 6 encoded, 0 from the cache" in result.stdout
     assert "process 1: 6 samples, 0 encoded, 6 from the cache" in result.stdout

@@ -22,7 +22,7 @@ class FreshInitTest(AccelerateStateTestCase):
             args = make_training_args(
                 self.output_dir, policy, use_cpu=True, max_steps=3, per_device_train_batch_size=4, logging_steps=1
             )
-        self.assertEqual(warnings, [])
+        self.assertEqual(warnings.out, "")
         self.assertEqual(args.device.type, "cpu")
         self.assertEqual(PartialState().distributed_type, DistributedType.NO)
 

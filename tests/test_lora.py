@@ -1,12 +1,9 @@
 """LoRA with PEFT: adapters only in checkpoints and final/, exact resume, merged export, generate over the base."""
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.demo_utils import assert_ok, losses_by_step, run_demo, summary, tiny_codec
-from tests.testing_utils import ROOT, bug_on_unpatched, launch_env, require_dia
+from tests.demo_utils import assert_ok, generate, losses_by_step, run_demo, summary, tiny_codec
+from tests.testing_utils import bug_on_unpatched, require_dia
 
 pytest.importorskip("peft", reason="LoRA needs PEFT (pip install peft)")
 soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
@@ -48,10 +45,7 @@ def test_adapter_only_checkpoints_and_exact_resume(base, tmp_path):
     assert adapter.keys() == other.keys() and all((adapter[k] == other[k]).all() for k in adapter)
 
     wav = tmp_path / "said.wav"
-    cmd = [sys.executable, "-m", "tpu_demo.generate", str(straight / "final"), "[S1] Hi.", "--out", str(wav)]
-    generated = subprocess.run([*cmd, "--max_new_tokens", "30"], env=launch_env(), cwd=ROOT, capture_output=True,
-                               text=True, timeout=600)  # fmt: skip
-    assert_ok(generated)
+    assert_ok(generate(straight / "final", "[S1] Hi.", "--out", wav))
     assert soundfile.info(wav).samplerate == 16000
 
 
@@ -70,16 +64,7 @@ def test_merged_export_and_an_adapter_without_its_base(base, tmp_path):
     assert_ok(lora_run(adapter, base, "max_steps=1", "save_strategy=no"))
     moved = base[0].rename(base[0].with_name("moved"))
     try:
-        cmd = [
-            sys.executable,
-            "-m",
-            "tpu_demo.generate",
-            str(adapter / "final"),
-            "x",
-            "--out",
-            str(tmp_path / "x.wav"),
-        ]
-        result = subprocess.run(cmd, env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=600)
+        result = generate(adapter / "final", "x", "--out", tmp_path / "x.wav")
     finally:
         moved.rename(base[0])
     assert result.returncode == 2 and "pass --base_model" in result.stderr and "Traceback" not in result.stderr

@@ -4,43 +4,46 @@ import json
 
 import pytest
 
-from tests.testing_utils import PATCHED, SCRIPTS, accelerate_launch, launch_env
+from tests.testing_utils import PATCHED, POLICIES, SCRIPTS, accelerate_launch
+
+SCENARIOS = [f"{policy}/{mode}" for mode in ("keep", "end_training") for policy in POLICIES] + ["default/ddp_timeout"]
+pytestmark = pytest.mark.xdist_group("multiprocess")  # the checks read one launch: on one worker, it runs once
 
 
-@pytest.mark.parametrize("policy", ["auto", "preserve", "reset"])
-def test_every_rank_keeps_multi_cpu(tmp_path, policy):
-    env = launch_env(TRANSFORMERS_ACCELERATOR_STATE_POLICY=policy)
-    result = accelerate_launch(SCRIPTS / "multiprocess_state.py", tmp_path, num_processes=2, env=env)
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    """Every scenario in one launch of two processes: {scenario: [rank 0's report, rank 1's]}."""
+    out = tmp_path_factory.mktemp("multiprocess")
+    result = accelerate_launch(SCRIPTS / "multiprocess_state.py", out, *SCENARIOS, num_processes=2)
     assert result.returncode == 0, result.stderr[-3000:]
-    ranks = [json.loads(path.read_text()) for path in sorted(tmp_path.glob("rank*.json"))]
-    assert sorted(r["before"]["rank"] for r in ranks) == [0, 1]
-    for r in ranks:
-        assert r["before"]["type"] == "DistributedType.MULTI_CPU"
-        assert r["before"]["world"] == 2
+    reports = [json.loads((out / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    return {scenario: [report[scenario] for report in reports] for scenario in SCENARIOS}
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_every_rank_keeps_multi_cpu(ranks, policy):
+    reports = ranks[f"{policy}/keep"]
+    assert [r["before"]["rank"] for r in reports] == [0, 1]
+    for r in reports:
+        assert r["before"]["type"] == "DistributedType.MULTI_CPU" and r["before"]["world"] == 2
         if PATCHED and policy != "reset":
             assert r["after"] == r["before"]
         else:
             assert r["after"] is None  # discarded: the published behaviour, and the patched `reset`
-    if PATCHED and policy == "reset":
-        assert result.stderr.count("Resetting the existing accelerator state") == 2
+        if PATCHED:
+            assert ("Resetting the existing accelerator state" in r["logged"]) == (policy == "reset")
 
 
-@pytest.mark.parametrize("policy", ["auto", "preserve", "reset"])
-def test_destroyed_process_group_is_rebuilt(tmp_path, policy):
+@pytest.mark.parametrize("policy", POLICIES)
+def test_destroyed_process_group_is_rebuilt(ranks, policy):
     # `end_training()` destroys the process group but leaves the state: keeping it would leave no group to talk on
-    env = launch_env(TRANSFORMERS_ACCELERATOR_STATE_POLICY=policy)
-    result = accelerate_launch(SCRIPTS / "multiprocess_state.py", tmp_path, "end_training", port_offset=1, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert len(list(tmp_path.glob("rank*.json"))) == 2
-    if PATCHED:
-        assert result.stderr.count("Resetting the existing accelerator state") == 2
-        assert result.stderr.count("no longer exists") == 2
+    for r in ranks[f"{policy}/end_training"]:
+        if PATCHED:
+            assert "Resetting the existing accelerator state" in r["logged"] and "no longer exists" in r["logged"]
 
 
-def test_ddp_timeout_on_an_existing_process_group_is_named(tmp_path):
-    result = accelerate_launch(SCRIPTS / "multiprocess_state.py", tmp_path, "ddp_timeout", port_offset=2)
-    assert result.returncode == 0, result.stderr[-3000:]
-    ranks = [json.loads(path.read_text()) for path in sorted(tmp_path.glob("rank*.json"))]
-    if PATCHED:
-        assert all(r["after"] == r["before"] for r in ranks)
-        assert result.stderr.count("`ddp_timeout=600` cannot be applied") == 2
+def test_ddp_timeout_on_an_existing_process_group_is_named(ranks):
+    for r in ranks["default/ddp_timeout"]:
+        if PATCHED:
+            assert r["after"] == r["before"]
+            assert "`ddp_timeout=600` cannot be applied" in r["logged"]

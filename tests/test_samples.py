@@ -1,38 +1,18 @@
 """Hearing the fine-tune: samples during training (two processes stay in step) and `python -m tpu_demo.generate`."""
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.demo_utils import assert_ok, run_demo, summary, tiny_codec
-from tests.testing_utils import ROOT, bug_on_unpatched, launch_env, require_dia
+from tests.demo_utils import assert_ok, generate, summary
+from tests.testing_utils import bug_on_unpatched, require_dia
 
 soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
-pytestmark = require_dia
-
-PROMPTS = '["[S1] Hello there.", {text: "Guten Tag.", language: de, speaker: S2}]'
-
-
-@pytest.fixture(scope="module")
-def sampled_run(tmp_path_factory):
-    """Two processes, samples every 2 steps, a checkpoint at step 2; shared by the checks below."""
-    root = tmp_path_factory.mktemp("samples")
-    codec = tiny_codec(root / "codec")
-    out = root / "run"
-    settings = ["num_processes=2", "max_steps=4", "save_steps=2", "eval_strategy=no", f"codec={codec}"]
-    result = run_demo(out, *settings, f"sample_prompts={PROMPTS}", "sample_every=2", "sample_max_frames=20")
-    return out, result
-
-
-def generate(*args):
-    cmd = [sys.executable, "-m", "tpu_demo.generate", *map(str, args), "--max_new_tokens", "30"]
-    return subprocess.run(cmd, env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=600)
+# the checks read the two-process run of conftest.py
+pytestmark = [require_dia, pytest.mark.xdist_group("two_process_run")]
 
 
 @bug_on_unpatched  # the program stops at the state on the published release: test_unpatched_stops_clearly
-def test_samples_are_written_at_the_codec_rate_by_the_main_process_only(sampled_run):
-    out, result = sampled_run
+def test_samples_are_written_at_the_codec_rate_by_the_main_process_only(two_process_run):
+    out, result = two_process_run
     assert_ok(result)
     assert summary(out)["samples"] == ["samples/step-2", "samples/step-4"]
     for step in (2, 4):
@@ -45,11 +25,11 @@ def test_samples_are_written_at_the_codec_rate_by_the_main_process_only(sampled_
 
 @bug_on_unpatched
 @pytest.mark.parametrize("source", ["final", "checkpoints/step-2"])
-def test_generate_writes_audio_from_final_and_from_a_checkpoint(sampled_run, tmp_path, source):
-    out, result = sampled_run
+def test_generate_writes_audio_from_final_and_from_a_checkpoint(two_process_run, tmp_path, source):
+    out, result = two_process_run
     assert_ok(result)
     wav = tmp_path / "said.wav"
-    generated = generate(out / source, "[S1] Hello there.", "--out", wav)
+    generated = generate(out / source, "[S1] Hello there.", "--out", wav, cli=source == "final")
     assert_ok(generated)
     audio, rate = soundfile.read(wav)
     assert rate == 16000 and audio.ndim == 1 and len(audio) > 0
@@ -69,8 +49,8 @@ def test_generate_writes_audio_from_final_and_from_a_checkpoint(sampled_run, tmp
         ("not_a_model", "is not a Dia model folder"),
     ],
 )
-def test_generate_refuses_bad_input_clearly(sampled_run, tmp_path, case, message):
-    out, result = sampled_run
+def test_generate_refuses_bad_input_clearly(two_process_run, tmp_path, case, message):
+    out, result = two_process_run
     assert_ok(result)
     args = {
         "no_processor": [out / "checkpoints/step-2", "x", "--processor", tmp_path],

@@ -73,7 +73,7 @@ class StatePreservationTest(AccelerateStateTestCase):
             self.assertIn("accelerator_state_policy='preserve'", message)
             self.assertIn(str(state.device), message)
         elif PATCHED:  # a discarded live state is never silent
-            self.assertIn("Resetting the existing accelerator state", warnings.text)
+            self.assertIn("Resetting the existing accelerator state", warnings.out)
         if outcome == "reset":
             self.assertNotIn("_canary", state.__dict__)
         # only once every assertion held: the matrix report shows verified outcomes

@@ -43,35 +43,44 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
-def test_two_processes_shard_gather_and_write_once(tmp_path):
-    out = tmp_path / "run"
-    # 83 training samples, 2 x 8 per step: 5 steps are one epoch, so each sample is seen once overall.
-    assert_ok(run_demo(out, "num_processes=2", "max_steps=5", "logging_steps=1", "save_steps=5", "eval_steps=5"))
-    result = summary(out)
-    assert result["distributed_type"] == "DistributedType.MULTI_CPU" and result["num_processes"] == 2
+@pytest.mark.xdist_group("two_process_run")  # conftest.py's run, shared with test_samples.py
+def test_two_processes_shard_gather_and_write_once(two_process_run):
+    out, result = two_process_run
+    assert_ok(result)
+    summary_ = summary(out)
+    assert summary_["distributed_type"] == "DistributedType.MULTI_CPU" and summary_["num_processes"] == 2
     seen = [set(json.loads((out / f"seen_rank{r}.json").read_text())) for r in (0, 1)]
-    assert seen[0] and seen[1] and not seen[0] & seen[1]
-    assert result["eval_samples"] == result["eval_unique_samples"] == result["eval_dataset_size"] == 13
-    assert [m["step"] for m in metrics(out) if "loss" in m] == [1, 2, 3, 4, 5]  # one writer, not one per rank
+    assert len(seen[0]) == len(seen[1]) == 4 * 8 and not seen[0] & seen[1]  # 4 steps of 8 samples each, no overlap
+    assert summary_["eval_samples"] == summary_["eval_unique_samples"] == summary_["eval_dataset_size"] == 13
+    assert [m["step"] for m in metrics(out) if "loss" in m] == [1, 2, 3, 4]  # one writer, not one per rank
     assert [m["eval_samples"] for m in metrics(out) if "eval_samples" in m] == [13]
     assert sorted(p.name for p in (out / "final").glob("*.safetensors")) == ["model.safetensors"]
-    assert (out / "checkpoints/step-5/model.safetensors").is_file()
+    assert (out / "checkpoints/step-4/model.safetensors").is_file()
+
+
+RESUME_RUN = ["max_steps=14", "logging_steps=1", "eval_strategy=no", "save_strategy=no"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The run the interrupted ones must match: the data order does not depend on how a resume skips batches."""
+    straight = tmp_path_factory.mktemp("uninterrupted")
+    assert_ok(run_demo(straight, *RESUME_RUN, launcher=False))
+    return straight
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 @pytest.mark.parametrize("stateful", [True, False], ids=["stateful_dataloader", "skip_first_batches"])
-def test_interrupted_run_resumes_exactly(tmp_path, stateful):
-    common = ["max_steps=14", "logging_steps=1", "eval_strategy=no", "save_strategy=no"]
-    common.append(f"stateful_dataloader={stateful}")
-    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    assert_ok(run_demo(straight, *common, launcher=False))
+def test_interrupted_run_resumes_exactly(uninterrupted, tmp_path, stateful):
+    resumed = tmp_path / "resumed"
+    common = [*RESUME_RUN, f"stateful_dataloader={stateful}"]
     # 10 steps per epoch: interrupted mid-epoch, resumed across the epoch boundary.
     assert_ok(run_demo(resumed, *common, "stop_after_steps=6", launcher=False))
     assert summary(resumed)["interrupted"] and not (resumed / "final").exists()
     assert_ok(run_demo(resumed, *common, f"resume_from_checkpoint={resumed / 'checkpoints/step-6'}", launcher=False))
 
-    assert losses_by_step(resumed) == losses_by_step(straight)
-    assert_same_weights(straight / "final", resumed / "final")
+    assert losses_by_step(resumed) == losses_by_step(uninterrupted)
+    assert_same_weights(uninterrupted / "final", resumed / "final")
 
 
 def test_unpatched_stops_clearly(tmp_path):

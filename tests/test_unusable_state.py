@@ -75,4 +75,4 @@ class UnusableStateTest(AccelerateStateTestCase):
         self.assertEqual(trainer.train().global_step, 2)
         self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16")
         if PATCHED:  # a discarded state is named, never dropped silently
-            self.assertIn("Resetting the existing accelerator state", warnings.text)
+            self.assertIn("Resetting the existing accelerator state", warnings.out)

@@ -44,7 +44,7 @@ class XlaStateTest(AccelerateStateTestCase):
             make_training_args(self.output_dir, "auto", use_cpu=True)
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
         if PATCHED:
-            self.assertIn("runs on `xla:0` but `use_cpu=True`", warnings.text)
+            self.assertIn("runs on `xla:0` but `use_cpu=True`", warnings.out)
 
 
 # bf16, accumulation, eval with a smaller last batch (13 = 8 + 5), checkpoints and logging every other step

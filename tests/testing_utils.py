@@ -1,22 +1,24 @@
 """Shared helpers for the suite: isolation of accelerate's global state, skips, ports, launches."""
 
+import contextlib
 import json
-import logging
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import unittest
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 import torch
 import transformers
-from accelerate.state import AcceleratorState, GradientState
+from accelerate.test_utils.testing import AccelerateTestCase
 from accelerate.utils import is_torch_xla_available
 from transformers import TrainingArguments
+from transformers.testing_utils import CaptureLogger, get_torch_dist_unique_port
+from transformers.utils import logging
+
+from tpu_demo.launch import launch_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -26,30 +28,27 @@ PATCHED = "accelerator_state_policy" in TrainingArguments.__dataclass_fields__
 TF_VERSION = tuple(int(part) for part in transformers.__version__.split(".")[:2])
 
 
-def reset_accelerate_state():
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
+def capture_training_args_logs() -> CaptureLogger:
+    """What `TrainingArguments` logs (its logger does not propagate to the root one that pytest captures)."""
+    return CaptureLogger(logging.get_logger("transformers.training_args"))
 
 
-class AccelerateStateTestCase(unittest.TestCase):
-    """Starts and ends every test with no accelerate singleton and no `ACCELERATE_*` or policy variable."""
+@contextlib.contextmanager
+def accelerate_environment_cleared():
+    """No `ACCELERATE_*` or policy variable inside; the whole environment as it was after (`patch.dict`)."""
+    with patch.dict(os.environ):
+        for key in [key for key in os.environ if "ACCELERATE" in key or key == POLICY_ENV]:
+            del os.environ[key]
+        yield
+
+
+class AccelerateStateTestCase(AccelerateTestCase):
+    """accelerate's base (its singletons reset after every test), run without `ACCELERATE_*` or policy variables."""
 
     def setUp(self):
         super().setUp()
-        self.output_dir = tempfile.mkdtemp(prefix="accelerate-state-test-")
-        self.addCleanup(shutil.rmtree, self.output_dir, ignore_errors=True)
-        self._environ = dict(os.environ)
-        for key in list(os.environ):
-            if "ACCELERATE" in key and key != POLICY_ENV:
-                del os.environ[key]
-        os.environ.pop(POLICY_ENV, None)
-        reset_accelerate_state()
-        self.addCleanup(self._restore)
-
-    def _restore(self):
-        reset_accelerate_state()
-        os.environ.clear()
-        os.environ.update(self._environ)
+        self.output_dir = self.enterContext(tempfile.TemporaryDirectory(prefix="accelerate-state-test-"))
+        self.enterContext(accelerate_environment_cleared())
 
 
 def make_training_args(output_dir, policy=None, **kwargs):
@@ -69,61 +68,23 @@ bug_on_unpatched = pytest.mark.xfail(
 )
 
 
-def worker_port(offset: int = 0) -> int:
-    """A free port in a range of its own per pytest-xdist worker, so concurrent launches never collide."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    base = 29500 + 100 * int(worker.removeprefix("gw") or 0) + 10 * offset
-    for port in range(base, base + 10):
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)):
-                return port
-    raise RuntimeError(f"no free port in {base}..{base + 9}")
-
-
 def launch_env(**extra) -> dict:
+    """The environment of a launched program: no variable of the test run's accelerate or pytest-xdist, one thread."""
     env = {k: v for k, v in os.environ.items() if "ACCELERATE" not in k and not k.startswith("PYTEST_")}
     env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
     env.update(extra)
     return env
 
 
-def accelerate_launch(script, *args, num_processes=2, port_offset=0, timeout=600, env=None):
-    """Runs `script` under `accelerate launch` on `num_processes` CPU processes (gloo) and returns the result."""
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--mixed_precision", "no"]
-    cmd += ["--dynamo_backend", "no"]
-    if num_processes > 1:
-        cmd += ["--multi_gpu", "--num_processes", str(num_processes)]
-        cmd += ["--main_process_port", str(worker_port(port_offset))]
-    else:
-        cmd += ["--num_processes", "1"]
-    cmd += [str(script), *map(str, args)]
-    env = dict(env or launch_env())
-    if num_processes > 1:
-        env.setdefault("ACCELERATE_USE_CPU", "true")  # without an accelerator, MULTI_CPU needs it (gloo)
+def accelerate_launch(script, *args, num_processes=2, timeout=600, env=None):
+    """Runs `script` under `accelerate launch` on `num_processes` CPU processes (gloo), with the command the
+    fine-tune's launcher builds (accelerate's `get_launch_command` only formats flags: it knows no CPU processes)."""
+    distributed_type = "MULTI_CPU" if num_processes > 1 else "NO"
+    port = get_torch_dist_unique_port() if num_processes > 1 else None
+    launch, launch_vars = launch_arguments(distributed_type, num_processes, main_process_port=port)
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", *launch, str(script), *map(str, args)]
+    env = {**launch_vars, **(env or launch_env())}
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-class CapturedLogs(list):
-    @property
-    def text(self) -> str:
-        return "\n".join(self)
-
-
-class capture_training_args_logs:
-    """Collects what `transformers.training_args` logs at `level` and above (its logger does not propagate)."""
-
-    def __init__(self, level=logging.WARNING):
-        self.level = level
-        self.records = CapturedLogs()
-
-    def __enter__(self):
-        self.handler = logging.Handler(self.level)
-        self.handler.emit = lambda record: self.records.append(record.getMessage())
-        logging.getLogger("transformers.training_args").addHandler(self.handler)
-        return self.records
-
-    def __exit__(self, *exc):
-        logging.getLogger("transformers.training_args").removeHandler(self.handler)
 
 
 def record_scenario(**fields) -> None:

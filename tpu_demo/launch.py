@@ -25,16 +25,11 @@ def detect_distributed_type(launch) -> str:
     return "MULTI_CPU" if launch.num_processes > 1 else "NO"
 
 
-def accelerate_command(config, overrides=()):
-    """The `accelerate launch` arguments for `config`, and the environment variables to set for it."""
-    launch = parse_launch(load_raw(config, overrides))
-    distributed_type = launch.distributed_type
-    if distributed_type == "auto":
-        distributed_type = detect_distributed_type(launch)
+def launch_arguments(distributed_type, num_processes=1, mixed_precision="no", num_machines=1, main_process_port=None):
+    """`accelerate launch` arguments (up to the program) and the environment variables to set, for one of accelerate's
+    distributed types. The one builder of the command: the launcher and the tests use it."""
     env = {}
-    cmd = ["--num_machines", str(launch.num_machines), "--mixed_precision", launch.mixed_precision]
-    cmd += ["--dynamo_backend", "no"]
-    num_processes = launch.num_processes
+    cmd = ["--num_machines", str(num_machines), "--mixed_precision", mixed_precision, "--dynamo_backend", "no"]
     if distributed_type in ("MULTI_CPU", "MULTI_GPU"):
         cmd += ["--multi_gpu"]
         if distributed_type == "MULTI_CPU":
@@ -49,10 +44,21 @@ def accelerate_command(config, overrides=()):
     else:
         num_processes = 1
     cmd += ["--num_processes", str(num_processes)]
-    if launch.main_process_port is not None:
-        cmd += ["--main_process_port", str(launch.main_process_port)]
-    cmd += ["-m", "tpu_demo.train", str(config), *overrides]
+    if main_process_port is not None:
+        cmd += ["--main_process_port", str(main_process_port)]
     return cmd, env
+
+
+def accelerate_command(config, overrides=()):
+    """The `accelerate launch` arguments for `config`, and the environment variables to set for it."""
+    launch = parse_launch(load_raw(config, overrides))
+    distributed_type = launch.distributed_type
+    if distributed_type == "auto":
+        distributed_type = detect_distributed_type(launch)
+    cmd, env = launch_arguments(
+        distributed_type, launch.num_processes, launch.mixed_precision, launch.num_machines, launch.main_process_port
+    )
+    return [*cmd, "-m", "tpu_demo.train", str(config), *overrides], env
 
 
 def run_accelerate_launch(cmd, env) -> int:

@@ -1,9 +1,11 @@
-"""Run under `accelerate launch`: builds an Accelerator, then TrainingArguments, and reports each rank's state.
+"""Run under `accelerate launch`: for each scenario, an Accelerator, then TrainingArguments; reports each rank's state.
 
-    multiprocess_state.py OUTPUT_DIR [keep|end_training|ddp_timeout]
+    multiprocess_state.py OUTPUT_DIR POLICY/MODE ...
 
-`end_training` destroys the process group before the arguments are built; `ddp_timeout` asks for a timeout that an
-existing process group cannot take any more.
+POLICY is a value of the policy variable (or `default`: unset). MODE `keep` builds the arguments over the live state,
+`end_training` destroys the process group first, `ddp_timeout` asks for a timeout that an existing process group
+cannot take any more. The scenarios run one after the other in the same processes (one launch: the interpreters
+start once); each begins from no accelerate state, over the process group the previous one left.
 """
 
 import json
@@ -12,7 +14,10 @@ import sys
 from pathlib import Path
 
 from accelerate import Accelerator, PartialState
+from accelerate.state import AcceleratorState
 from transformers import TrainingArguments
+from transformers.testing_utils import CaptureLogger
+from transformers.utils import logging
 
 
 def describe(accelerator):
@@ -22,17 +27,31 @@ def describe(accelerator):
     return {"type": str(state.distributed_type), "rank": state.process_index, "world": state.num_processes}
 
 
-output_dir, mode = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "keep"
-accelerator = Accelerator()
-before = describe(accelerator)
-if mode == "end_training":
-    accelerator.end_training()  # destroys the process group
-    # A new rendezvous needs a store of its own: torchrun's still holds the first group's keys, which torch reuses.
-    os.environ["TORCHELASTIC_USE_AGENT_STORE"] = "False"
-    os.environ["MASTER_PORT"] = str(int(os.environ["MASTER_PORT"]) + 1)
-extra = {"ddp_timeout": 600} if mode == "ddp_timeout" else {}
-TrainingArguments(output_dir=output_dir, report_to="none", **extra)
-after = describe(accelerator)
-PartialState().wait_for_everyone()  # whatever happened to the state, the processes still talk
+def run(output_dir, policy, mode, rebuilds):
+    os.environ.pop("TRANSFORMERS_ACCELERATOR_STATE_POLICY", None)
+    if policy != "default":
+        os.environ["TRANSFORMERS_ACCELERATOR_STATE_POLICY"] = policy
+    AcceleratorState._reset_state(True)
+    accelerator = Accelerator()
+    before = describe(accelerator)
+    if mode == "end_training":
+        accelerator.end_training()  # destroys the process group
+        # A new rendezvous needs a store of its own: torchrun's still holds the first group's keys, which torch reuses.
+        os.environ["TORCHELASTIC_USE_AGENT_STORE"] = "False"
+        os.environ["MASTER_PORT"] = str(int(os.environ["MASTER_PORT"]) + 100 + rebuilds)  # clear of other workers'
+    extra = {"ddp_timeout": 600} if mode == "ddp_timeout" else {}
+    with CaptureLogger(logging.get_logger("transformers.training_args")) as logged:
+        TrainingArguments(output_dir=output_dir, report_to="none", **extra)
+    after = describe(accelerator)
+    PartialState().wait_for_everyone()  # whatever happened to the state, the processes still talk
+    return {"before": before, "after": after, "logged": logged.out}
+
+
+output_dir, scenarios = sys.argv[1], sys.argv[2:]
+results = {}
+for scenario in scenarios:
+    policy, mode = scenario.split("/")
+    results[scenario] = run(output_dir, policy, mode, rebuilds=sum(s.endswith("/end_training") for s in results))
 # One file per rank: torchrun interleaves the ranks' stdout.
-Path(output_dir, f"rank{before['rank']}.json").write_text(json.dumps({"before": before, "after": after}))
+rank = PartialState().process_index
+Path(output_dir, f"rank{rank}.json").write_text(json.dumps(results))

@@ -1,0 +1,22 @@
+"""Fixtures shared by modules: runs of the fine-tune that several checks read (tests using one carry its
+`xdist_group`, so that `--dist loadgroup` gives them one worker and the run happens once)."""
+
+import importlib.util
+
+import pytest
+
+from tests.demo_utils import run_demo, tiny_codec
+
+SAMPLE_PROMPTS = '["[S1] Hello there.", {text: "Guten Tag.", language: de, speaker: S2}]'
+
+
+@pytest.fixture(scope="session")
+def two_process_run(tmp_path_factory):
+    """Two processes through the launcher: 4 steps logged each, checkpoints at 2 and 4, evaluation at 4, and (where
+    soundfile is installed) two samples every 2 steps. Returns the output folder and the launch's result."""
+    root = tmp_path_factory.mktemp("two_processes")
+    settings = ["num_processes=2", "max_steps=4", "logging_steps=1", "save_steps=2", "eval_steps=4"]
+    if importlib.util.find_spec("soundfile"):
+        settings += [f"codec={tiny_codec(root / 'codec')}", f"sample_prompts={SAMPLE_PROMPTS}", "sample_every=2"]
+        settings.append("sample_max_frames=20")
+    return root / "run", run_demo(root / "run", *settings)
