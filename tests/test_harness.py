@@ -5,9 +5,9 @@ import tarfile
 
 import pytest
 
-from harness import applies, differential, make_patches, tree
+from harness import applies, check_patch, differential, make_patches, tree
 from harness.docs import replace_section
-from harness.pins import PATCHES, load_pins, newest
+from harness.pins import PATCHES, load_pins, newest, series
 from harness.tree import TreeError
 
 TARGET = "src/transformers/training_args.py"
@@ -95,3 +95,29 @@ def test_differential_flags_a_silent_difference_as_a_regression():
     cleared = {**published, "observed": [*same["observed"], f"AttributeError: ... {differential.CLEARED} ..."]}
     assert differential.compare([program], [patched], [cleared])[0]["kind"] == "fix"
     assert differential.compare([program], [published], [published]) == []
+
+
+def test_a_fix_that_removes_an_upstream_line_is_not_minimal(tmp_path):
+    fix, tests = series(newest())
+    assert check_patch.check([fix, tests]) == []
+    removing = tmp_path / fix.name
+    text = fix.read_text()
+    removing.write_text(text.replace("\n+        elif self._keep_accelerator_state():", "\n-        if False:", 1))
+    assert check_patch.check([removing, tests]) == [f"{fix.name}: removes upstream lines: ['if False:']"]
+    assert check_patch.check([fix]) == ["expected 2 patches, found 1"]
+
+
+def test_check_names_only_the_series_that_drifted(monkeypatch, capsys):
+    first, second = sorted(load_pins())[:2]
+
+    def regenerated(version, out):  # the committed series, one line changed in the first version's fix
+        out.mkdir(parents=True, exist_ok=True)
+        for patch in series(version):
+            text = patch.read_text()
+            (out / patch.name).write_text(text.replace("\n+", "\n+# drift\n+", 1) if version == first else text)
+        return sorted(out.glob("*.patch"))
+
+    monkeypatch.setattr(make_patches, "generate", regenerated)
+    assert make_patches.main(["--check", first, second]) == 1
+    out = capsys.readouterr().out
+    assert f"patches/{first}: differs from patches/src" in out and f"patches/{second}: up to date" in out
