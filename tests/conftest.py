@@ -5,6 +5,7 @@ import importlib.util
 
 import pytest
 
+from harness.scenarios import record
 from tests.demo_utils import run_demo, tiny_codec
 
 SAMPLE_PROMPTS = '["[S1] Hello there.", {text: "Guten Tag.", language: de, speaker: S2}]'
@@ -20,3 +21,12 @@ def two_process_run(tmp_path_factory):
         settings += [f"codec={tiny_codec(root / 'codec')}", f"sample_prompts={SAMPLE_PROMPTS}", "sample_every=2"]
         settings.append("sample_max_frames=20")
     return root / "run", run_demo(root / "run", *settings)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The env's suite result for `harness.matrix_report` (on the controller: it sees every worker's results)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    stats = session.config.pluginmanager.get_plugin("terminalreporter").stats
+    counts = {key: len(stats.get(key, [])) for key in ("passed", "failed", "error", "xfailed", "xpassed", "skipped")}
+    record("suite", exitstatus=int(exitstatus), **counts)

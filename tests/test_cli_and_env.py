@@ -1,4 +1,4 @@
-"""The switch from a CLI flag, a YAML file, the environment variable, and a bad value."""
+"""The policy from a CLI flag, a YAML file, the environment variable, and a bad value."""
 
 import os
 

@@ -1,4 +1,4 @@
-"""A state that contradicts the arguments: error, warning and reset, or warning, depending on the switch."""
+"""A state that contradicts the arguments: error, warning and reset, or warning, depending on the policy."""
 
 import unittest
 from unittest.mock import PropertyMock, patch

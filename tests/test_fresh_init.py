@@ -1,12 +1,12 @@
-"""No state before `TrainingArguments`: every switch value sets up the devices and a `Trainer` trains."""
+"""No state before `TrainingArguments`: every policy sets up the devices and a `Trainer` trains."""
 
 from accelerate import PartialState
 from accelerate.utils import DistributedType
 from parameterized import parameterized
 from transformers import Trainer
 
+from harness.scenarios import POLICIES
 from tests.testing_utils import (
-    POLICIES,
     AccelerateStateTestCase,
     TinyRegression,
     capture_training_args_logs,

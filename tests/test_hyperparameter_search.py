@@ -39,7 +39,7 @@ class HyperparameterSearchTest(AccelerateStateTestCase):
 
     def test_preserve_refuses_a_trial_that_contradicts_the_state(self):
         if not PATCHED:
-            self.assertEqual(self.run_trials("preserve"), ["no", "bf16", "bf16"])  # no switch: always reset
+            self.assertEqual(self.run_trials("preserve"), ["no", "bf16", "bf16"])  # no policy: always reset
             return
         with self.assertRaisesRegex(ValueError, "mixed precision `no` but these arguments ask for `bf16`"):
             self.run_trials("preserve")

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from tests.testing_utils import PATCHED, POLICIES, SCRIPTS, accelerate_launch
+from harness.scenarios import POLICIES
+from tests.testing_utils import PATCHED, SCRIPTS, accelerate_launch
 
 SCENARIOS = [f"{policy}/{mode}" for mode in ("keep", "end_training") for policy in POLICIES] + ["default/ddp_timeout"]
 pytestmark = pytest.mark.xdist_group("multiprocess")  # the checks read one launch: on one worker, it runs once

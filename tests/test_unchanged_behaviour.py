@@ -7,9 +7,9 @@ from parameterized import parameterized
 from transformers import Trainer
 from transformers.trainer_pt_utils import AcceleratorConfig
 
+from harness.scenarios import POLICIES
 from tests.testing_utils import (
     PATCHED,
-    POLICIES,
     AccelerateStateTestCase,
     TinyRegression,
     make_training_args,

@@ -8,9 +8,9 @@ from accelerate.utils import DistributedType
 from parameterized import parameterized
 from transformers import Trainer
 
+from harness.scenarios import POLICIES
 from tests.testing_utils import (
     PATCHED,
-    POLICIES,
     AccelerateStateTestCase,
     TinyRegression,
     capture_training_args_logs,

@@ -1,7 +1,6 @@
 """Shared helpers for the suite: isolation of accelerate's global state, skips, ports, launches."""
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -18,13 +17,12 @@ from transformers import TrainingArguments
 from transformers.testing_utils import CaptureLogger, get_torch_dist_unique_port
 from transformers.utils import logging
 
+from harness.scenarios import POLICY_ENV, POLICY_FIELD
 from tpu_demo.launch import launch_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
-POLICY_ENV = "TRANSFORMERS_ACCELERATOR_STATE_POLICY"
-POLICIES = ("auto", "preserve", "reset")
-PATCHED = "accelerator_state_policy" in TrainingArguments.__dataclass_fields__
+PATCHED = POLICY_FIELD in TrainingArguments.__dataclass_fields__
 TF_VERSION = tuple(int(part) for part in transformers.__version__.split(".")[:2])
 
 
@@ -55,7 +53,7 @@ def make_training_args(output_dir, policy=None, **kwargs):
     """Builds `TrainingArguments` with `policy`; the unpatched release ignores the variable it is passed through."""
     kwargs.setdefault("report_to", "none")
     if policy is not None and PATCHED:
-        kwargs["accelerator_state_policy"] = policy
+        kwargs[POLICY_FIELD] = policy
     elif policy is not None:
         os.environ[POLICY_ENV] = policy
     return TrainingArguments(output_dir=str(output_dir), **kwargs)
@@ -85,16 +83,6 @@ def accelerate_launch(script, *args, num_processes=2, timeout=600, env=None):
     cmd = [sys.executable, "-m", "accelerate.commands.launch", *launch, str(script), *map(str, args)]
     env = {**launch_vars, **(env or launch_env())}
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def record_scenario(**fields) -> None:
-    """Appends one observed scenario to `$SCENARIO_LOG` (JSON lines) for `harness.matrix_report`."""
-    path = os.environ.get("SCENARIO_LOG")
-    if path:
-        fields |= {"transformers": transformers.__version__, "patched": PATCHED}
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as f:
-            f.write(json.dumps(fields) + "\n")
 
 
 class TinyRegression(torch.nn.Module):

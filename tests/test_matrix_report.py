@@ -1,0 +1,42 @@
+"""docs/MATRIX.md from recorded scenarios: a row per release at a glance, and every scenario that broke the promise."""
+
+import transformers
+
+from harness import matrix_report
+from harness.scenarios import all_scenarios, load, promised, record
+from tests.testing_utils import PATCHED
+
+
+def test_report_counts_the_promise_and_names_what_broke_it(tmp_path, monkeypatch):
+    log = tmp_path / "reports/patched.jsonl"
+    monkeypatch.setenv("SCENARIO_LOG", str(log))
+    scenarios = all_scenarios()
+    for policy, state, arguments in scenarios:
+        record("scenario", policy=policy, state=state, arguments=arguments, device="cpu",
+               outcome=promised(policy, arguments, "cpu", PATCHED))  # fmt: skip
+    broken = next(s for s in scenarios if promised(s[0], s[2], "cpu", PATCHED) == "reset")
+    record("scenario", policy=broken[0], state=broken[1], arguments=broken[2], device="cpu", outcome="kept")
+    record("suite", exitstatus=1, passed=245, failed=1, error=0, xfailed=0, xpassed=0, skipped=9)
+
+    rows = load(tmp_path / "reports")
+    assert {row["env"] for row in rows} == {"patched"} and len(rows) == len(scenarios) + 2
+    out = tmp_path / "MATRIX.md"
+    out.write_text("# kept by hand\n")
+    assert matrix_report.main([str(tmp_path / "reports"), str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# kept by hand\n")
+    version = transformers.__version__
+    suite = "**FAILED** (1 failed, 245 passed)"
+    count = f"{len(scenarios) - 1}/{len(scenarios)}"
+    if PATCHED:
+        assert f"| {version} | cpu | {suite} | – | {count} | – | yes |" in text
+    else:
+        assert f"| {version} | cpu | – | {suite} | – | " in text
+    label = "patched" if PATCHED else "published"
+    assert f"| {version} {label} | cpu | {' | '.join(broken)} | kept | reset |" in text
+    assert "None." not in text
+
+
+def test_no_logs_is_an_error_not_an_empty_report(tmp_path, capsys):
+    assert matrix_report.main([str(tmp_path), str(tmp_path / "MATRIX.md")]) == 1
+    assert "no scenario logs" in capsys.readouterr().err and not (tmp_path / "MATRIX.md").exists()
