@@ -121,3 +121,12 @@ def test_check_names_only_the_series_that_drifted(monkeypatch, capsys):
     assert make_patches.main(["--check", first, second]) == 1
     out = capsys.readouterr().out
     assert f"patches/{first}: differs from patches/src" in out and f"patches/{second}: up to date" in out
+
+
+def test_tox_names_the_newest_pin():
+    """tox.ini's `[pins] newest` (every env's default release) is the newest release of patches/pins.toml."""
+    import configparser
+
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(PATCHES.parent / "tox.ini")
+    assert tox["pins"]["newest"] == newest()
