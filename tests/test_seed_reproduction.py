@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from harness.scenarios import POLICY_ENV
 from tests.testing_utils import PATCHED, SCRIPTS, TF_VERSION, launch_env
 
 EXPECTED = "Before: True\nValue: DistributedType.NO\nAfter: True\nValue: DistributedType.NO\n"
@@ -13,7 +14,7 @@ ACTUAL_BUG = "Before: True\nValue: DistributedType.NO\nAfter: False\nValue: NOT_
 
 @pytest.mark.skipif(TF_VERSION < (4, 50), reason="the script calls TrainingArguments() without output_dir (4.50+)")
 def test_seed_script_prints_expected_output(tmp_path):
-    env = {k: v for k, v in launch_env().items() if k != "TRANSFORMERS_ACCELERATOR_STATE_POLICY"}
+    env = {k: v for k, v in launch_env().items() if k != POLICY_ENV}
     result = subprocess.run(
         [sys.executable, str(SCRIPTS / "seed_reproduction.py")], cwd=tmp_path, env=env, capture_output=True, text=True
     )
