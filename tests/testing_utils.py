@@ -1,4 +1,5 @@
-"""Shared helpers for the suite: isolation of accelerate's global state, skips, ports, launches."""
+"""Shared helpers for the suite, on accelerate's and transformers' test tools: isolation of accelerate's global state
+(`AccelerateTestCase`), log capture (`CaptureLogger`), ports (`get_torch_dist_unique_port`), skips, launches."""
 
 import contextlib
 import os
@@ -33,7 +34,8 @@ def capture_training_args_logs() -> CaptureLogger:
 
 @contextlib.contextmanager
 def accelerate_environment_cleared():
-    """No `ACCELERATE_*` or policy variable inside; the whole environment as it was after (`patch.dict`)."""
+    """No `ACCELERATE_*` or policy variable inside; the whole environment as it was after (accelerate's
+    `clear_environment` would drop every variable, its `patch_environment` only adds)."""
     with patch.dict(os.environ):
         for key in [key for key in os.environ if "ACCELERATE" in key or key == POLICY_ENV]:
             del os.environ[key]
