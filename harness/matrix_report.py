@@ -19,9 +19,8 @@ TOTAL = len(all_scenarios())
 def suite_cell(suite: dict | None) -> str:
     if suite is None:
         return "–"
-    counts = ", ".join(
-        f"{suite[key]} {key}" for key in ("failed", "error", "passed", "xfailed", "xpassed") if suite[key]
-    )
+    keys = ("failed", "error", "passed", "xfailed", "xpassed", "skipped")
+    counts = ", ".join(f"{suite[key]} {key}" for key in keys if suite[key])
     return f"{'ok' if suite['exitstatus'] == 0 else '**FAILED**'} ({counts})"
 
 
