@@ -6,7 +6,6 @@ import importlib.util
 import pytest
 
 from harness.scenarios import record
-from tests.demo_utils import run_demo, tiny_codec
 
 SAMPLE_PROMPTS = '["[S1] Hello there.", {text: "Guten Tag.", language: de, speaker: S2}]'
 
@@ -15,6 +14,8 @@ SAMPLE_PROMPTS = '["[S1] Hello there.", {text: "Guten Tag.", language: de, speak
 def two_process_run(tmp_path_factory):
     """Two processes through the launcher: 4 steps logged each, checkpoints at 2 and 4, evaluation at 4, and (where
     soundfile is installed) two samples every 2 steps. Returns the output folder and the launch's result."""
+    from tests.demo_utils import run_demo, tiny_codec  # not at import: the `noaccelerate` env loads this file too
+
     root = tmp_path_factory.mktemp("two_processes")
     settings = ["num_processes=2", "max_steps=4", "logging_steps=1", "save_steps=2", "eval_steps=4"]
     if importlib.util.find_spec("soundfile"):
@@ -25,8 +26,9 @@ def two_process_run(tmp_path_factory):
 
 def pytest_sessionfinish(session, exitstatus):
     """The env's suite result for `harness.matrix_report` (on the controller: it sees every worker's results)."""
-    if hasattr(session.config, "workerinput"):
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if hasattr(session.config, "workerinput") or reporter is None:
         return
-    stats = session.config.pluginmanager.get_plugin("terminalreporter").stats
+    stats = reporter.stats
     counts = {key: len(stats.get(key, [])) for key in ("passed", "failed", "error", "xfailed", "xpassed", "skipped")}
     record("suite", exitstatus=int(exitstatus), **counts)
