@@ -45,13 +45,13 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 @pytest.mark.xdist_group("two_process_run")  # conftest.py's run, shared with test_samples.py
 def test_two_processes_shard_gather_and_write_once(two_process_run):
-    out, result = two_process_run
-    assert_ok(result)
-    summary_ = summary(out)
-    assert summary_["distributed_type"] == "DistributedType.MULTI_CPU" and summary_["num_processes"] == 2
+    out, launched = two_process_run
+    assert_ok(launched)
+    result = summary(out)
+    assert result["distributed_type"] == "DistributedType.MULTI_CPU" and result["num_processes"] == 2
     seen = [set(json.loads((out / f"seen_rank{r}.json").read_text())) for r in (0, 1)]
     assert len(seen[0]) == len(seen[1]) == 4 * 8 and not seen[0] & seen[1]  # 4 steps of 8 samples each, no overlap
-    assert summary_["eval_samples"] == summary_["eval_unique_samples"] == summary_["eval_dataset_size"] == 13
+    assert result["eval_samples"] == result["eval_unique_samples"] == result["eval_dataset_size"] == 13
     assert [m["step"] for m in metrics(out) if "loss" in m] == [1, 2, 3, 4]  # one writer, not one per rank
     assert [m["eval_samples"] for m in metrics(out) if "eval_samples" in m] == [13]
     assert sorted(p.name for p in (out / "final").glob("*.safetensors")) == ["model.safetensors"]
