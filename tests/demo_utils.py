@@ -50,10 +50,10 @@ def run_main(main, argv) -> subprocess.CompletedProcess:
         torch.set_num_threads(1)
         try:
             code = main(list(map(str, argv))) or 0
-        except SystemExit as exit:
-            code = exit.code if isinstance(exit.code, int) else 1
-            if isinstance(exit.code, str):
-                print(exit.code, file=sys.stderr)
+        except SystemExit as stopped:  # as the interpreter reads it: None is 0, a message is printed and is 1
+            if isinstance(stopped.code, str):
+                print(stopped.code, file=sys.stderr)
+            code = 1 if isinstance(stopped.code, str) else stopped.code or 0
         finally:
             torch.set_num_threads(threads)
             AcceleratorState._reset_state(True)
