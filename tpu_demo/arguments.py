@@ -213,14 +213,16 @@ def is_default(field_, value) -> bool:
     return value == default or value == getattr(default, "value", default)
 
 
-def changed_settings(arguments, switch: str) -> list[str]:
-    """The fields of `arguments` other than `switch` set to something else than their default: settings that would be
-    ignored while `switch` is off."""
-    return [
+def refuse_settings_while_off(arguments, switch: str, why_off: str) -> None:
+    """Refuses the fields of `arguments` other than `switch` set to something else than their default: settings that
+    would be ignored while `switch` is off (`why_off` says how it is off)."""
+    given = [
         f.name
         for f in dataclasses.fields(arguments)
         if f.name != switch and not is_default(f, getattr(arguments, f.name))
     ]
+    if given:
+        raise FineTuneError(f"{', '.join(given)}: set, but {why_off}")
 
 
 def refuse_unused_training_arguments(raw: dict) -> None:

@@ -20,7 +20,7 @@ from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_
 from tqdm.auto import tqdm
 from transformers import TrainingArguments
 
-from tpu_demo.arguments import changed_settings, load_raw, parse_all, parse_launch
+from tpu_demo.arguments import load_raw, parse_all, parse_launch, refuse_settings_while_off
 from tpu_demo.checkpoint import checkpoint_dir, load_checkpoint, resolve_resume, save_checkpoint, step_dirs
 from tpu_demo.data import DiaCollator
 from tpu_demo.errors import FineTuneError
@@ -209,9 +209,7 @@ def log_metrics(accelerator, output_dir, metrics, step) -> None:
 def with_lora(accelerator, model, lora_args, model_args):
     """The model with LoRA adapters when `lora_r` is set; LoRA settings without `lora_r` are refused."""
     if not lora_args.lora_r:
-        given = changed_settings(lora_args, "lora_r")
-        if given:
-            raise FineTuneError(f"{', '.join(given)}: set, but lora_r is 0 (full fine-tuning)")
+        refuse_settings_while_off(lora_args, "lora_r", "lora_r is 0 (full fine-tuning)")
         return model
     if not model_args.model:
         raise FineTuneError(
@@ -229,9 +227,7 @@ def sample_writer(accelerator, sample_args, data_args, model_config, output_dir,
     """The `SampleWriter` for `sample_prompts`, with the run's processor (output_dir/processor); None without prompts.
     Sampling settings without prompts are refused."""
     if not sample_args.sample_prompts:
-        given = changed_settings(sample_args, "sample_prompts")
-        if given:
-            raise FineTuneError(f"{', '.join(given)}: set, but there are no sample_prompts to generate")
+        refuse_settings_while_off(sample_args, "sample_prompts", "there are no sample_prompts to generate")
         return None
     if not data_args.codec:
         raise FineTuneError("sample_prompts: needs `codec` (the DacModel that turns generated codes into audio)")
