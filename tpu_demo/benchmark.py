@@ -128,16 +128,16 @@ def encoding_speed(seconds: float = 20.0, rounds: int = 3) -> None:
 def generation_speed(frames: int = 100, rounds: int = 3) -> None:
     """Seconds of generation per second of audio: the tiny random Dia and codec, CFG on (Dia's sampling settings),
     through `tpu_demo.samples.generate_audio` on the best local device, as `python -m tpu_demo.generate` runs."""
-    from transformers import DacModel, DiaFeatureExtractor, DiaForConditionalGeneration, DiaProcessor, DiaTokenizer
+    from transformers import DacModel, DiaForConditionalGeneration
 
     from tpu_demo.model import tiny_codec_config, tiny_config
+    from tpu_demo.prepare import dia_processor
     from tpu_demo.samples import DIA_SAMPLING, generate_audio, generation_device
 
     device = generation_device()
     torch.manual_seed(0)
     codec = DacModel(tiny_codec_config())
-    extractor = DiaFeatureExtractor(sampling_rate=codec.config.sampling_rate, hop_length=codec.config.hop_length)
-    processor = DiaProcessor(extractor, DiaTokenizer(), codec)
+    processor = dia_processor(codec)
     model = DiaForConditionalGeneration(tiny_config()).to(device)
     settings = {"do_sample": True, **DIA_SAMPLING}
     times, seconds = [], []

@@ -71,18 +71,22 @@ def save_processor(codec_name_or_path: str, final_dir) -> None:
     referenced there (`DiaProcessor.from_pretrained(final)` then needs no other file, while `final` stays put)."""
     import shutil
 
-    from transformers import DacModel, DiaFeatureExtractor, DiaProcessor, DiaTokenizer
+    from transformers import DacModel
 
     final_dir = Path(final_dir)
     source = Path(codec_name_or_path)
     if source.is_dir():
         shutil.copytree(source, final_dir / "codec", dirs_exist_ok=True)
         codec_name_or_path = str((final_dir / "codec").resolve())
-    codec = DacModel.from_pretrained(codec_name_or_path)
-    feature_extractor = DiaFeatureExtractor(
-        sampling_rate=codec.config.sampling_rate, hop_length=codec.config.hop_length
-    )
-    DiaProcessor(feature_extractor, DiaTokenizer(), codec).save_pretrained(final_dir)
+    dia_processor(DacModel.from_pretrained(codec_name_or_path)).save_pretrained(final_dir)
+
+
+def dia_processor(codec):
+    """A `DiaProcessor` over `codec` (a `DacModel`): Dia's tokenizer, and a feature extractor at the codec's rate."""
+    from transformers import DiaFeatureExtractor, DiaProcessor, DiaTokenizer
+
+    extractor = DiaFeatureExtractor(sampling_rate=codec.config.sampling_rate, hop_length=codec.config.hop_length)
+    return DiaProcessor(extractor, DiaTokenizer(), codec)
 
 
 def main(argv=None) -> int:
