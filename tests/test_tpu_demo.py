@@ -170,3 +170,17 @@ def test_interrupted_before_the_first_log_still_ends_cleanly(tmp_path):
     assert result["gradient_checkpointing"]  # read from the model
     assert result["interrupted"] and result["first_loss"] is None
     assert (out / "checkpoints/step-2").is_dir()
+
+
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+def test_interrupted_run_saves_its_state_where_its_step_folder_already_exists(tmp_path):
+    """The folder may be there already: another process of the run creating it first (a race that left a step-6
+    checkpoint with rank 1's files only), or an earlier run in the same output_dir. The state is saved all the same."""
+    out = tmp_path / "run"
+    (out / "checkpoints/step-2").mkdir(parents=True)
+    assert_ok(run_demo(out, "max_steps=10", "stop_after_steps=2", "eval_strategy=no", "save_steps=5", launcher=False))
+    names = {p.name for p in (out / "checkpoints/step-2").iterdir()}
+    assert {"model.safetensors", "optimizer.bin", "random_states_0.pkl", "custom_checkpoint_0.pkl"} <= names
+    assert_ok(run_demo(out, "max_steps=10", "eval_strategy=no", "save_steps=5", "resume_from_checkpoint=latest",
+                       launcher=False))  # fmt: skip
+    assert summary(out)["steps"] == 10 and not summary(out)["interrupted"]

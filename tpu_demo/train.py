@@ -327,7 +327,11 @@ def train(config, overrides=()) -> dict:
         log_metrics(accelerator, output_dir, evaluate(accelerator, model, eval_loader), progress.step)
         counters.mark("eval")
 
+    saved_at = None  # the step the loop last saved at: the same on every process, unlike a folder on a shared disk
+
     def save():
+        nonlocal saved_at
+        saved_at = progress.step
         save_checkpoint(accelerator, model, checkpoint_dir(output_dir, progress.step))
         if args.save_total_limit and accelerator.is_main_process:
             rotate_checkpoints(output_dir, args.save_total_limit)
@@ -382,7 +386,7 @@ def train(config, overrides=()) -> dict:
     bar.close()
     elapsed = time.perf_counter() - started
 
-    if interrupted and not checkpoint_dir(output_dir, progress.step).exists():
+    if interrupted and saved_at != progress.step:
         save()
     final = evaluate(accelerator, model, eval_loader)
     counters.mark("eval")
