@@ -71,13 +71,16 @@ def uninterrupted(tmp_path_factory):
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 @pytest.mark.parametrize("stateful", [True, False], ids=["stateful_dataloader", "skip_first_batches"])
-def test_interrupted_run_resumes_exactly(uninterrupted, tmp_path, stateful):
+@pytest.mark.parametrize("stop", [6, 10], ids=["mid_epoch", "epoch_end"])
+def test_interrupted_run_resumes_exactly(uninterrupted, tmp_path, stateful, stop):
     resumed = tmp_path / "resumed"
     common = [*RESUME_RUN, f"stateful_dataloader={stateful}"]
-    # 10 steps per epoch: interrupted mid-epoch, resumed across the epoch boundary.
-    assert_ok(run_demo(resumed, *common, "stop_after_steps=6", launcher=False))
+    # 10 steps per epoch: interrupted mid-epoch or on an epoch's last batch, resumed across the epoch boundary.
+    assert_ok(run_demo(resumed, *common, f"stop_after_steps={stop}", launcher=False))
     assert summary(resumed)["interrupted"] and not (resumed / "final").exists()
-    assert_ok(run_demo(resumed, *common, f"resume_from_checkpoint={resumed / 'checkpoints/step-6'}", launcher=False))
+    assert_ok(
+        run_demo(resumed, *common, f"resume_from_checkpoint={resumed / f'checkpoints/step-{stop}'}", launcher=False)
+    )
 
     assert losses_by_step(resumed) == losses_by_step(uninterrupted)
     assert_same_weights(uninterrupted / "final", resumed / "final")

@@ -320,7 +320,13 @@ def train(config, overrides=()) -> dict:
     counters = XlaCounters(accelerator, warmup_steps=2 * args.logging_steps + 1)
     compute_dtype = ComputeDtype(accelerator.unwrap_model(model))
     if args.resume_from_checkpoint:
+        stateful = accelerator.dataloader_config.use_stateful_dataloader
+        fresh_loader_state = train_loader.state_dict() if stateful else None
         load_checkpoint(accelerator, resolve_resume(args.resume_from_checkpoint, output_dir))
+        if progress.batches_in_epoch >= len(train_loader):  # interrupted on an epoch's last batch: the next one starts
+            progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
+            if fresh_loader_state is not None:  # the saved position, taken one batch ahead, would replay part of it
+                train_loader.load_state_dict(fresh_loader_state)
         accelerator.print(f"resumed at step {progress.step} (epoch {progress.epoch})")
 
     def evaluate_and_log():
