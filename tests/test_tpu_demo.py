@@ -86,6 +86,21 @@ def test_interrupted_run_resumes_exactly(uninterrupted, tmp_path, stateful, stop
     assert_same_weights(uninterrupted / "final", resumed / "final")
 
 
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+def test_run_resumed_between_logging_steps_logs_what_an_uninterrupted_run_logs(tmp_path):
+    """Interrupted at step 6 with a log every 4 steps: the log at step 8 still averages steps 5-8, not 7-8."""
+    run = ["max_steps=8", "logging_steps=4", "eval_strategy=no", "save_strategy=no"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert_ok(run_demo(straight, *run, launcher=False))
+    assert_ok(run_demo(resumed, *run, "stop_after_steps=6", launcher=False))
+    assert_ok(run_demo(resumed, *run, "resume_from_checkpoint=latest", launcher=False))
+
+    def logged(output_dir):
+        return [(m["step"], m["loss"], m["grad_norm"]) for m in metrics(output_dir) if "loss" in m]
+
+    assert logged(resumed) == logged(straight)
+
+
 def test_unpatched_stops_clearly(tmp_path):
     result = run_demo(tmp_path / "run", "max_steps=2", "eval_strategy=no", "save_strategy=no", launcher=False)
     if PATCHED:

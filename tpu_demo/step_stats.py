@@ -57,3 +57,15 @@ class StepStats:
         }
         self.reset()
         return metrics
+
+    def state_dict(self) -> dict:
+        """The sums since the last read, over processes: a collective, called by every process."""
+        loss, grad_norm, _ = self.accelerator.reduce(self.sums, "sum").tolist()
+        return {"loss": loss, "grad_norm": grad_norm, "micro_batches": self.micro_batches, "steps": self.steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continues the sums of a `state_dict`; tokens/s counts from here (the time before is not known)."""
+        self.reset()
+        if self.accelerator.is_main_process:  # sums over processes: the next read adds them once
+            self.sums = torch.tensor([state["loss"], state["grad_norm"], 0.0], device=self.accelerator.device)
+        self.micro_batches, self.steps = state["micro_batches"], state["steps"]

@@ -35,16 +35,23 @@ MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_att
 
 
 class Progress:
-    """Where training stands; saved and restored with the rest of the state by `save_state`/`load_state`."""
+    """Where training stands; saved and restored with the rest of the state by `save_state`/`load_state`.
+    `log_window`: the loop's sums since its last log, so a run resumed between two logs logs what it would have."""
 
     def __init__(self):
-        self.step, self.epoch, self.batches_in_epoch = 0, 0, 0
+        self.step, self.epoch, self.batches_in_epoch, self.log_window = 0, 0, 0, None
 
     def state_dict(self):
-        return {"step": self.step, "epoch": self.epoch, "batches_in_epoch": self.batches_in_epoch}
+        return {
+            "step": self.step,
+            "epoch": self.epoch,
+            "batches_in_epoch": self.batches_in_epoch,
+            "log_window": self.log_window,
+        }
 
     def load_state_dict(self, state):
         self.step, self.epoch, self.batches_in_epoch = state["step"], state["epoch"], state["batches_in_epoch"]
+        self.log_window = state.get("log_window")  # absent from checkpoints of earlier versions
 
 
 def use_stateful_dataloader(raw) -> bool:
@@ -338,6 +345,7 @@ def train(config, overrides=()) -> dict:
     def save():
         nonlocal saved_at
         saved_at = progress.step
+        progress.log_window = stats.state_dict()
         save_checkpoint(accelerator, model, checkpoint_dir(output_dir, progress.step))
         if args.save_total_limit and accelerator.is_main_process:
             rotate_checkpoints(output_dir, args.save_total_limit)
@@ -346,6 +354,8 @@ def train(config, overrides=()) -> dict:
     accelerator.init_trackers("dia_finetune", config={"learning_rate": args.learning_rate, "max_steps": max_steps})
     bar = tqdm(total=max_steps, initial=progress.step, disable=not accelerator.is_local_main_process, desc="train")
     stats, seen, history = StepStats(accelerator), [], []
+    if progress.log_window:  # resumed between two logs
+        stats.load_state_dict(progress.log_window)
     interrupted, started, timed_from = False, time.perf_counter(), progress.step
 
     model.train()
