@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from tests.testing_utils import require_dia
+from tests.demo_utils import assert_ok, run_demo, summary
+from tests.testing_utils import bug_on_unpatched, require_dia
 
 pytestmark = require_dia
 
@@ -52,6 +53,8 @@ def test_every_honoured_key_is_read_by_the_program():
         "warmup_ratio": "args.get_warmup_steps",
         "report_to": 'raw.get("report_to"',
         "output_dir": "args.output_dir",
+        "gradient_checkpointing": 'getattr(args, "gradient_checkpointing"',
+        "activation_checkpointing": 'getattr(args, "activation_checkpointing"',
     }
     unread = [key for key in HONOURED_TRAINING_ARGUMENTS if readers.get(key, f"args.{key}") not in source]
     assert not unread
@@ -124,3 +127,15 @@ def test_rotation_keeps_the_newest_checkpoints(tmp_path):
         (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
     rotate_checkpoints(tmp_path, 2)
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step-10", "step-6"]
+
+
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+@pytest.mark.filterwarnings("error:.*checkpointing.*:FutureWarning")
+def test_activation_checkpointing_by_its_current_name_warns_of_nothing(tmp_path):
+    from transformers import TrainingArguments
+
+    if "activation_checkpointing" not in TrainingArguments.__dataclass_fields__:
+        pytest.skip("transformers before 5.23 has gradient_checkpointing only")
+    out = tmp_path / "run"
+    assert_ok(run_demo(out, "max_steps=1", "eval_strategy=no", "activation_checkpointing=true", launcher=False))
+    assert summary(out)["gradient_checkpointing"]  # read from the model

@@ -145,7 +145,8 @@ HONOURED_TRAINING_ARGUMENTS = {
     "max_steps", "num_train_epochs", "learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon",
     "max_grad_norm", "optim", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio",
     "logging_steps", "eval_strategy", "eval_steps", "save_strategy", "save_steps", "save_total_limit", "report_to",
-    "dataloader_num_workers", "dataloader_pin_memory", "gradient_checkpointing", "torch_compile",
+    "dataloader_num_workers", "dataloader_pin_memory", "gradient_checkpointing", "activation_checkpointing",
+    "torch_compile",
 }  # fmt: skip
 # Settings that belong to another key here.
 MOVED_TRAINING_ARGUMENTS = {

@@ -25,7 +25,12 @@ from tpu_demo.checkpoint import checkpoint_dir, load_checkpoint, resolve_resume,
 from tpu_demo.data import DiaCollator
 from tpu_demo.errors import FineTuneError
 from tpu_demo.loss import CodebookLoss
-from tpu_demo.model import build_model, register_static_mask_attention
+from tpu_demo.model import (
+    build_model,
+    checkpoints_activations,
+    enable_activation_checkpointing,
+    register_static_mask_attention,
+)
 from tpu_demo.optimization import init_optimizer_state, make_optimizer, make_scheduler
 from tpu_demo.prepare import save_processor, training_data
 from tpu_demo.step_stats import StepStats
@@ -274,8 +279,9 @@ def train(config, overrides=()) -> dict:
 
     on_xla = accelerator.distributed_type == DistributedType.XLA
     model = build_model(model_args, attn_implementation=register_static_mask_attention() if on_xla else None)
-    if args.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    # `activation_checkpointing` since transformers 5.23, which mirrors it onto `gradient_checkpointing` until v6
+    if getattr(args, "activation_checkpointing", None) or getattr(args, "gradient_checkpointing", False):
+        enable_activation_checkpointing(model)
     model = with_lora(accelerator, model, lora_args, model_args)
     dataset = training_data(data_args, model.config, output_dir, args.seed, model_args.model)
     channels = model.config.decoder_config.num_channels
@@ -422,7 +428,7 @@ def train(config, overrides=()) -> dict:
         "num_processes": accelerator.num_processes,
         "mixed_precision": accelerator.mixed_precision,
         "compute_dtype": compute_dtype.dtype,
-        "gradient_checkpointing": accelerator.unwrap_model(model).is_gradient_checkpointing,
+        "gradient_checkpointing": checkpoints_activations(accelerator.unwrap_model(model)),
         "steps": progress.step,
         "interrupted": interrupted,
         "first_loss": history[0] if history else None,
