@@ -101,6 +101,20 @@ def test_run_resumed_between_logging_steps_logs_what_an_uninterrupted_run_logs(t
     assert logged(resumed) == logged(straight)
 
 
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+def test_run_resumed_from_an_earlier_checkpoint_logs_each_step_once(tmp_path):
+    """Killed after step 6 with the last checkpoint at 4: steps 5 and 6 run again, and their first logs go."""
+    run = ["max_steps=8", "logging_steps=1", "eval_strategy=steps", "eval_steps=2", "save_steps=4"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert_ok(run_demo(straight, *run, launcher=False))
+    assert_ok(run_demo(resumed, *run, "stop_after_steps=6", launcher=False))
+    with open(resumed / "metrics.jsonl", "a") as log:
+        log.write('{"step": 6, "lo')  # the line the kill cut short
+    assert_ok(run_demo(resumed, *run, f"resume_from_checkpoint={resumed / 'checkpoints/step-4'}", launcher=False))
+    assert [m["step"] for m in metrics(resumed)] == [m["step"] for m in metrics(straight)]
+    assert losses_by_step(resumed) == losses_by_step(straight)
+
+
 def test_unpatched_stops_clearly(tmp_path):
     result = run_demo(tmp_path / "run", "max_steps=2", "eval_strategy=no", "save_strategy=no", launcher=False)
     if PATCHED:

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import importlib.util
 import json
+import math
 import os
 import shutil
 import sys
@@ -218,6 +219,22 @@ def log_metrics(accelerator, output_dir, metrics, step) -> None:
             f.write(json.dumps({"step": step, **metrics}) + "\n")
 
 
+def forget_logs_after(output_dir, step) -> None:
+    """A resumed run runs the steps after its checkpoint again: their earlier lines leave metrics.jsonl, which then
+    reads as one run (a line torn by the interruption goes too)."""
+    path = Path(output_dir) / "metrics.jsonl"
+    if not path.is_file():
+        return
+
+    def logged_at(line) -> float:
+        with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError):
+            return json.loads(line)["step"]
+        return math.inf
+
+    kept = [line for line in path.read_text().splitlines(keepends=True) if logged_at(line) <= step]
+    path.write_text("".join(kept))
+
+
 def with_lora(accelerator, model, lora_args, model_args):
     """The model with LoRA adapters when `lora_r` is set; LoRA settings without `lora_r` are refused."""
     if not lora_args.lora_r:
@@ -336,6 +353,8 @@ def train(config, overrides=()) -> dict:
         stateful = accelerator.dataloader_config.use_stateful_dataloader
         fresh_loader_state = train_loader.state_dict() if stateful else None
         load_checkpoint(accelerator, resolve_resume(args.resume_from_checkpoint, output_dir))
+        if accelerator.is_main_process:
+            forget_logs_after(output_dir, progress.step)
         if progress.batches_in_epoch >= len(train_loader):  # interrupted on an epoch's last batch: the next one starts
             progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
             if fresh_loader_state is not None:  # the saved position, taken one batch ahead, would replay part of it
