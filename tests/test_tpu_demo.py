@@ -113,6 +113,7 @@ def test_run_resumed_from_an_earlier_checkpoint_logs_each_step_once(tmp_path):
     assert_ok(run_demo(resumed, *run, f"resume_from_checkpoint={resumed / 'checkpoints/step-4'}", launcher=False))
     assert [m["step"] for m in metrics(resumed)] == [m["step"] for m in metrics(straight)]
     assert losses_by_step(resumed) == losses_by_step(straight)
+    assert summary(resumed)["first_loss"] == summary(straight)["first_loss"]  # the run's, not the resumed part's
 
 
 def test_unpatched_stops_clearly(tmp_path):

@@ -219,12 +219,12 @@ def log_metrics(accelerator, output_dir, metrics, step) -> None:
             f.write(json.dumps({"step": step, **metrics}) + "\n")
 
 
-def forget_logs_after(output_dir, step) -> None:
+def forget_logs_after(output_dir, step) -> list[float]:
     """A resumed run runs the steps after its checkpoint again: their earlier lines leave metrics.jsonl, which then
-    reads as one run (a line torn by the interruption goes too)."""
+    reads as one run (a line torn by the interruption goes too). Returns the training losses logged up to `step`."""
     path = Path(output_dir) / "metrics.jsonl"
     if not path.is_file():
-        return
+        return []
 
     def logged_at(line) -> float:
         with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError):
@@ -233,6 +233,7 @@ def forget_logs_after(output_dir, step) -> None:
 
     kept = [line for line in path.read_text().splitlines(keepends=True) if logged_at(line) <= step]
     path.write_text("".join(kept))
+    return [record["loss"] for record in map(json.loads, kept) if "loss" in record]
 
 
 def with_lora(accelerator, model, lora_args, model_args):
@@ -343,7 +344,7 @@ def train(config, overrides=()) -> dict:
     init_optimizer_state(optimizer.optimizer)
     if on_xla:
         expose_xla_loader_dataset()
-    progress = Progress()
+    progress, history = Progress(), []  # history: the losses logged, for the summary
     accelerator.register_for_checkpointing(progress)
     # The step's graph repeats with the logging period and runs one step late (at the next batch): two periods and one
     # step compile every variant. summary.json counts compilations in them apart from the rest.
@@ -354,7 +355,7 @@ def train(config, overrides=()) -> dict:
         fresh_loader_state = train_loader.state_dict() if stateful else None
         load_checkpoint(accelerator, resolve_resume(args.resume_from_checkpoint, output_dir))
         if accelerator.is_main_process:
-            forget_logs_after(output_dir, progress.step)
+            history = forget_logs_after(output_dir, progress.step)
         if progress.batches_in_epoch >= len(train_loader):  # interrupted on an epoch's last batch: the next one starts
             progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
             if fresh_loader_state is not None:  # the saved position, taken one batch ahead, would replay part of it
@@ -378,7 +379,7 @@ def train(config, overrides=()) -> dict:
 
     accelerator.init_trackers("dia_finetune", config={"learning_rate": args.learning_rate, "max_steps": max_steps})
     bar = tqdm(total=max_steps, initial=progress.step, disable=not accelerator.is_local_main_process, desc="train")
-    stats, seen, history = StepStats(accelerator), [], []
+    stats, seen = StepStats(accelerator), []
     if progress.log_window:  # resumed between two logs
         stats.load_state_dict(progress.log_window)
     interrupted, started, timed_from = False, time.perf_counter(), progress.step
