@@ -217,3 +217,44 @@ def test_interrupted_run_saves_its_state_where_its_step_folder_already_exists(tm
     assert_ok(run_demo(out, "max_steps=10", "eval_strategy=no", "save_steps=5", "resume_from_checkpoint=latest",
                        launcher=False))  # fmt: skip
     assert summary(out)["steps"] == 10 and not summary(out)["interrupted"]
+
+
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+def test_ctrl_c_ends_with_how_to_resume_and_no_traceback(tmp_path, monkeypatch):
+    import tpu_demo.train
+
+    steps = []
+
+    def step_then_ctrl_c(*args, **kwargs):
+        steps.append(None)
+        if len(steps) == 3:
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    real_step = tpu_demo.train.train_step
+    monkeypatch.setattr(tpu_demo.train, "train_step", step_then_ctrl_c)
+    out = tmp_path / "run"
+    result = run_demo(out, "max_steps=4", "save_steps=2", "eval_strategy=no", launcher=False)
+    assert result.returncode == 130  # as a shell reports Ctrl-C
+    assert "interrupted" in result.stderr and "resume_from_checkpoint=latest" in result.stderr
+    assert "Traceback" not in result.stderr
+    monkeypatch.setattr(tpu_demo.train, "train_step", real_step)
+    assert_ok(run_demo(out, "max_steps=4", "save_steps=2", "eval_strategy=no", "resume_from_checkpoint=latest",
+                       launcher=False))  # fmt: skip
+    assert summary(out)["steps"] == 4
+
+
+@pytest.mark.parametrize("signal_from", ["KeyboardInterrupt", "SignalException"])
+def test_launcher_ends_a_ctrl_c_with_its_exit_code_and_no_traceback(monkeypatch, signal_from):
+    """One process: accelerate waits on it and gets the KeyboardInterrupt; several: torch's elastic agent turns the
+    signal into a SignalException."""
+    import accelerate.commands.launch
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+
+    from tpu_demo.launch import run_accelerate_launch
+
+    def interrupted(args):
+        raise KeyboardInterrupt if signal_from == "KeyboardInterrupt" else SignalException("got signal: 2", 2)
+
+    monkeypatch.setattr(accelerate.commands.launch, "launch_command", interrupted)
+    assert run_accelerate_launch(["--num_processes", "1", "-m", "tpu_demo.train", "unused.yaml"], {}) == 130

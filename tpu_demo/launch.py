@@ -62,10 +62,11 @@ def accelerate_command(config, overrides=()):
 
 
 def run_accelerate_launch(cmd, env) -> int:
-    """accelerate's launcher, in this process: a failed run ends with its own message and exit code, not with a
-    traceback of the launcher's (`CalledProcessError` from one process, `ChildFailedError` from several)."""
+    """accelerate's launcher, in this process: a failed or interrupted run ends with its own message and exit code, not
+    with a traceback of the launcher's (`CalledProcessError` from one process, `ChildFailedError` from several)."""
     from accelerate.commands.launch import launch_command, launch_command_parser
     from accelerate.utils import patch_environment
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     args = launch_command_parser().parse_args(cmd)
@@ -76,6 +77,8 @@ def run_accelerate_launch(cmd, env) -> int:
         return error.returncode
     except ChildFailedError as error:
         return error.get_first_failure()[1].exitcode
+    except (KeyboardInterrupt, SignalException):  # Ctrl-C: the run's processes got it too and said what to do
+        return 130
     return 0
 
 

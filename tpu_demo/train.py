@@ -492,6 +492,14 @@ def main(argv=None) -> None:
         train(args.config, args.overrides)
     except FineTuneError as error:
         sys.exit(f"tpu_demo: {error}")
+    except KeyboardInterrupt:  # Ctrl-C reaches every process of the run: one says what to do
+        if os.environ.get("RANK", "0") == "0":
+            print(
+                "tpu_demo: interrupted; the same command with resume_from_checkpoint=latest continues from the run's "
+                "newest checkpoint",
+                file=sys.stderr,
+            )
+        sys.exit(130)  # a shell's code for Ctrl-C
 
 
 if __name__ == "__main__":
