@@ -225,15 +225,14 @@ def forget_logs_after(output_dir, step) -> list[float]:
     path = Path(output_dir) / "metrics.jsonl"
     if not path.is_file():
         return []
-
-    def logged_at(line) -> float:
-        with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError):
-            return json.loads(line)["step"]
-        return math.inf
-
-    kept = [line for line in path.read_text().splitlines(keepends=True) if logged_at(line) <= step]
-    path.write_text("".join(kept))
-    return [record["loss"] for record in map(json.loads, kept) if "loss" in record]
+    kept = []  # (line, record)
+    for line in path.read_text().splitlines(keepends=True):
+        with contextlib.suppress(json.JSONDecodeError):  # a torn line does not parse
+            record = json.loads(line)
+            if record.get("step", math.inf) <= step:
+                kept.append((line, record))
+    path.write_text("".join(line for line, _ in kept))
+    return [record["loss"] for _, record in kept if "loss" in record]
 
 
 def with_lora(accelerator, model, lora_args, model_args):
