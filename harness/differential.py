@@ -1,27 +1,58 @@
 """Differential check: random programs of state makers, arguments and Trainer runs, patched vs published.
 
-    python -m harness.differential PY_PATCHED PY_PUBLISHED [--programs 150] [--seed 0]
+    python -m harness.differential PY_PATCHED PY_PUBLISHED [--programs 150] [--launched 6] [--seed 0]
 
-Both interpreters run the same programs (harness/differential_worker.py); every program whose observations
+Both interpreters run the same programs: in one process (harness/differential_worker.py), and under each launcher
+(harness/launch_worker.py: `torchrun` and `accelerate launch` with 2 processes, `notebook_launcher`,
+`debug_launcher` and a `multiprocessing` fork child), compared rank by rank. Every program whose observations
 differ is listed with its first differing step and a class: the fix itself, the one deliberate difference
-(a kept state is not reconfigured by a later `Accelerator`, see the patch's commit message), or a REGRESSION.
-Exit 1 when any regression is found.
+(a kept state is not reconfigured by a later `Accelerator` or launched over, see the patch's commit message), or a
+REGRESSION. Exit 1 when any regression is found.
 """
 
 import argparse
 import json
+import os
 import random
+import socket
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from harness.pins import ROOT
 
 WORKER = ROOT / "harness" / "differential_worker.py"
+LAUNCH_WORKER = ROOT / "harness" / "launch_worker.py"
 MAKERS = ["Accelerator()", "Accelerator(cpu)", "Accelerator(bf16)", "Accelerator(eager)", "PartialState()"]
+DYNAMO = "Accelerator(dynamo "  # a maker too: random `TorchDynamoPlugin` options (`dynamo_step`)
 ARGUMENTS = ["args()", "args(use_cpu)", "args(bf16)", "args(compile)", "args(configured)", "args(ddp_backend)"]
 OTHERS = ["train", "use first accelerator", "use first accelerator", "derive(bf16)", "policy(reset)"]
 # what accelerate says when a state was cleared under a live object: the bug of transformers #40376
 CLEARED = "This happens if `AcceleratorState._reset_state()` was called"
+
+
+LAUNCHERS = ("torchrun", "accelerate", "notebook", "debug", "fork")
+LAUNCH_MAKERS = ["Accelerator()", "Accelerator(cpu)", "Accelerator(bf16)", "PartialState()"]
+LAUNCH_ARGUMENTS = ["args()", "args(use_cpu)", "args(use_cpu)", "args(bf16)"]
+LAUNCH_OTHERS = ["replace(use_cpu)", "train", "use first accelerator"]
+REFUSED_LAUNCH = "launch ValueError: To launch a multi-device training from your notebook, the `Accelerator`"
+
+
+def dynamo_step(rng: random.Random) -> str:
+    options = {
+        "fullgraph": rng.choice(["True", "False"]),
+        "dynamic": rng.choice(["True", "False"]),
+        "use_regional_compilation": rng.choice(["True", "False"]),
+        "disable": rng.choice(["True", "False", "False"]),
+        "mode": rng.choice(["default", "reduce-overhead"]),
+    }
+    chosen = rng.sample(sorted(options), rng.randint(1, 3))
+    return DYNAMO + " ".join([rng.choice(["eager", "no"]), *(f"{key}={options[key]}" for key in chosen)]) + ")"
+
+
+def is_maker(step: str) -> bool:
+    return step in MAKERS or step.startswith(DYNAMO)
 
 
 def programs(count: int, seed: int) -> list[list[str]]:
@@ -30,9 +61,24 @@ def programs(count: int, seed: int) -> list[list[str]]:
     for _ in range(count):
         steps = [rng.choice(MAKERS)]
         for _ in range(rng.randint(2, 6)):
-            pool = rng.choice([MAKERS, ARGUMENTS, ARGUMENTS, OTHERS, OTHERS, OTHERS])
-            steps.append(rng.choice(pool))
+            pool = rng.choice([MAKERS, ["dynamo"], ARGUMENTS, ARGUMENTS, OTHERS, OTHERS, OTHERS])
+            step = rng.choice(pool)
+            steps.append(dynamo_step(rng) if step == "dynamo" else step)
         made.append(steps)
+    return made
+
+
+def launched_programs(launcher: str, count: int, seed: int) -> list[str]:
+    """Programs for `launch_worker.py`: steps joined by " ; ", the parent's before " | " for launchers that fork."""
+    rng = random.Random(f"{seed}/{launcher}")
+    made = []
+    for _ in range(count):
+        first = [rng.choice(LAUNCH_MAKERS + LAUNCH_ARGUMENTS) for _ in range(rng.randint(1, 2))]
+        then = [rng.choice(LAUNCH_ARGUMENTS)]
+        then += [rng.choice(LAUNCH_MAKERS + LAUNCH_ARGUMENTS + LAUNCH_OTHERS) for _ in range(rng.randint(0, 2))]
+        made.append(
+            " ; ".join(first) + (" | " if launcher in ("notebook", "debug", "fork") else " ; ") + " ; ".join(then)
+        )
     return made
 
 
@@ -51,7 +97,7 @@ def classify(program: list[str], step: int, patched: dict, published: dict) -> s
     mine, theirs = patched["observed"][step], published["observed"][step]
     if CLEARED in theirs and mine.startswith("ok"):
         return "fix"  # the published release cleared the state under a live object
-    if program[step] in MAKERS and patched["existing"][step] and not published["existing"][step]:
+    if is_maker(program[step]) and patched["existing"][step] and not published["existing"][step]:
         # the published release had discarded the state: a later Accelerator now shares it (or is refused a
         # change), as accelerate does without transformers in between; see the patch's commit message
         return "deliberate"
@@ -73,25 +119,108 @@ def compare(batch, patched_runs, published_runs) -> list[dict]:
     return differences
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def observe_launched(python: str, launcher: str, programs_: list[str]) -> dict[int, dict[str, list[str]]]:
+    """Runs `programs_` under `launcher` in `python`'s env: {rank: {program: observations}}."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if "ACCELERATE" not in k}
+    env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    with tempfile.TemporaryDirectory() as out:
+        worker = [str(LAUNCH_WORKER), out, launcher, str(port), *programs_]
+        if launcher == "torchrun":
+            cmd = [python, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port), *worker]
+        elif launcher == "accelerate":
+            cmd = [python, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
+            cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+            cmd += ["--main_process_port", str(port), *worker]
+        else:
+            cmd = [python, *worker]
+        result = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+        if result.returncode:
+            raise SystemExit(f"harness.differential: {launcher} in {python} failed:\n{result.stderr[-3000:]}")
+        return {int(p.stem.rsplit("rank", 1)[1]): json.loads(p.read_text()) for p in Path(out).glob("*.json")}
+
+
+def classify_launched(program: str, step: int, mine: str, theirs: str) -> str:
+    if CLEARED in theirs and mine.startswith("ok"):
+        return "fix"
+    parent = program.partition("|")[0].split(";")
+    if mine.startswith(REFUSED_LAUNCH) and any(s.strip().startswith("Accelerator(") for s in parent):
+        # the parent's `Accelerator` survived the arguments, and accelerate refuses to launch while one exists
+        return "deliberate"
+    return "REGRESSION"
+
+
+def compare_launched(launcher, programs_, patched, published) -> list[dict]:
+    differences = []
+    for rank in sorted(published.keys() | patched.keys()):
+        for program in programs_:
+            mine, theirs = patched.get(rank, {}).get(program, []), published.get(rank, {}).get(program, [])
+            for index, (a, b) in enumerate(zip(mine, theirs, strict=False)):  # lengths compared below
+                if a != b:
+                    kind = classify_launched(program, index, a, b)
+                    differences.append(
+                        dict(
+                            program=f"{launcher} rank {rank}: {program}", step=index, patched=a, published=b, kind=kind
+                        )
+                    )
+                    break
+            else:
+                if len(mine) != len(theirs):
+                    differences.append(
+                        dict(
+                            program=f"{launcher} rank {rank}: {program}",
+                            step=min(len(mine), len(theirs)),
+                            patched=str(mine),
+                            published=str(theirs),
+                            kind="REGRESSION",
+                        )
+                    )
+    return differences
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.differential", description=__doc__.splitlines()[0])
     parser.add_argument("patched", help="python of an env with the patched release")
     parser.add_argument("published", help="python of an env with the same release as published")
     parser.add_argument("--programs", type=int, default=150)
+    parser.add_argument("--launched", type=int, default=6, help="programs per launcher (0: none)")
+    parser.add_argument("--launchers", default=",".join(LAUNCHERS), help="comma-separated, of " + ", ".join(LAUNCHERS))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     batch = programs(args.programs, args.seed)
     differences = compare(batch, observe(args.patched, batch), observe(args.published, batch))
     for d in differences:
-        shown = " -> ".join(f"[{s}]" if i == d["step"] else s for i, s in enumerate(d["program"]))
-        print(f"{d['kind']}: {shown}\n    patched:   {d['patched']}\n    published: {d['published']}")
+        d["program"] = " -> ".join(f"[{s}]" if i == d["step"] else s for i, s in enumerate(d["program"]))
+    lines = [summary(f"in one process: {len(batch)} programs ({sum(map(len, batch))} steps)", len(batch), differences)]
+    for launcher in args.launchers.split(",") if args.launched else []:
+        launched = launched_programs(launcher, args.launched, args.seed)
+        found = compare_launched(
+            launcher,
+            launched,
+            observe_launched(args.patched, launcher, launched),
+            observe_launched(args.published, launcher, launched),
+        )
+        lines.append(summary(f"{launcher}: {len(launched)} programs per rank", 2 * len(launched), found))
+        differences += found
+    for d in differences:
+        print(f"{d['kind']}: {d['program']} (step {d['step']})")
+        print(f"    patched:   {d['patched']}\n    published: {d['published']}")
+    print(f"seed {args.seed}:", *lines, sep="\n  ")
+    return 1 if any(d["kind"] == "REGRESSION" for d in differences) else 0
+
+
+def summary(what: str, count: int, differences: list[dict]) -> str:
     kinds = {kind: sum(d["kind"] == kind for d in differences) for kind in ("fix", "deliberate", "REGRESSION")}
-    identical = len(batch) - len(differences)
-    print(
-        f"{len(batch)} programs (seed {args.seed}, {sum(map(len, batch))} steps): {identical} identical, "
-        f"{kinds['fix']} fixed (#40376), {kinds['deliberate']} deliberate, {kinds['REGRESSION']} regressions"
+    return (
+        f"{what}: {count - len(differences)} identical, {kinds['fix']} fixed (#40376), "
+        f"{kinds['deliberate']} deliberate, {kinds['REGRESSION']} regressions"
     )
-    return 1 if kinds["REGRESSION"] else 0
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import tempfile
 import torch
 from accelerate import Accelerator, PartialState
 from accelerate.state import AcceleratorState, GradientState
+from accelerate.utils import TorchDynamoPlugin
 from transformers import Trainer, TrainingArguments
 from transformers.utils import logging
 
@@ -27,6 +28,17 @@ MAKERS = {
     "Accelerator(eager)": lambda: Accelerator(cpu=True, dynamo_backend="eager"),
     "PartialState()": lambda: PartialState(),
 }
+# "Accelerator(dynamo eager fullgraph=True mode=default ...)": a `TorchDynamoPlugin` with those options
+DYNAMO = "Accelerator(dynamo "
+
+
+def dynamo_accelerator(step):
+    options = dict(option.split("=", 1) for option in step.removeprefix(DYNAMO).rstrip(")").split()[1:])
+    kwargs = {key: value if key == "mode" else value == "True" for key, value in options.items()}
+    backend = step.removeprefix(DYNAMO).split()[0]
+    return Accelerator(cpu=True, dynamo_plugin=TorchDynamoPlugin(backend=backend, **kwargs))
+
+
 ARGUMENTS = {
     "args()": {},
     "args(use_cpu)": {"use_cpu": True},
@@ -43,6 +55,7 @@ class Regression(torch.nn.Module):
         self.linear = torch.nn.Linear(1, 1)
 
     def forward(self, input_x, labels=None):
+        torch._dynamo.graph_break()  # what `fullgraph=True` refuses; nothing without `torch.compile`
         y = self.linear(input_x)
         return {"loss": torch.nn.functional.mse_loss(y, labels), "logits": y}
 
@@ -52,14 +65,13 @@ DATA = [{"input_x": torch.tensor([float(i)]), "labels": torch.tensor([2.0 * i + 
 
 def describe(accelerator) -> str:
     state = accelerator.state
-    return f"{state.distributed_type.value}/{accelerator.mixed_precision}/{accelerator.device.type}/compile " + (
-        state.dynamo_plugin.backend.value
-    )
+    compile_settings = ",".join(f"{key}={value}" for key, value in sorted(state.dynamo_plugin.to_dict().items()))
+    return f"{state.distributed_type.value}/{accelerator.mixed_precision}/{accelerator.device.type}/{compile_settings}"
 
 
 def run_step(step, scope, output_dir):
-    if step in MAKERS:
-        made = MAKERS[step]()
+    if step in MAKERS or step.startswith(DYNAMO):
+        made = dynamo_accelerator(step) if step.startswith(DYNAMO) else MAKERS[step]()
         if isinstance(made, Accelerator):
             scope["accelerators"].append(made)
             return describe(made)

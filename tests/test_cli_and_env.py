@@ -3,6 +3,8 @@
 import os
 
 import yaml
+from accelerate import Accelerator
+from parameterized import parameterized
 from transformers import HfArgumentParser, TrainingArguments
 
 from tests.testing_utils import POLICY_ENV, AccelerateStateTestCase, bug_on_unpatched
@@ -33,18 +35,45 @@ class SwitchSourcesTest(AccelerateStateTestCase):
 
     @bug_on_unpatched
     def test_environment_variable_and_precedence(self):
+        accelerator = Accelerator()
         os.environ[POLICY_ENV] = "reset"
-        self.assertEqual(TrainingArguments(output_dir=self.output_dir).accelerator_state_policy, "reset")
-        explicit = TrainingArguments(output_dir=self.output_dir, accelerator_state_policy="auto")
-        self.assertEqual(explicit.accelerator_state_policy, "auto")
+        args = TrainingArguments(output_dir=self.output_dir)
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        # the field keeps what was passed: arguments derived later do not carry the environment's value
+        self.assertIsNone(args.accelerator_state_policy)
+        self.assertIsNone(args.to_dict()["accelerator_state_policy"])
+        accelerator = Accelerator()
+        TrainingArguments(output_dir=self.output_dir, accelerator_state_policy="auto")
+        self.assertTrue(hasattr(accelerator.state, "distributed_type"))
+
+    @parameterized.expand([("upper", "RESET"), ("spaces", " reset "), ("mixed", "Reset\n")])
+    def test_environment_variable_ignores_case_and_whitespace(self, _, value):
+        accelerator = Accelerator()
+        os.environ[POLICY_ENV] = value
+        TrainingArguments(output_dir=self.output_dir)
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
 
     @bug_on_unpatched
-    def test_default_is_auto(self):
-        self.assertEqual(TrainingArguments(output_dir=self.output_dir).accelerator_state_policy, "auto")
+    def test_empty_environment_variable_is_unset(self):
+        accelerator = Accelerator()
+        os.environ[POLICY_ENV] = ""
+        TrainingArguments(output_dir=self.output_dir)
+        self.assertTrue(hasattr(accelerator.state, "distributed_type"))
+
+    @bug_on_unpatched
+    def test_default_is_unset_and_behaves_as_auto(self):
+        accelerator = Accelerator()
+        args = TrainingArguments(output_dir=self.output_dir)
+        self.assertIsNone(args.accelerator_state_policy)
+        self.assertTrue(hasattr(accelerator.state, "distributed_type"))
 
     @bug_on_unpatched
     def test_bad_value_raises_value_error(self):
-        for kwargs in ({"accelerator_state_policy": "Preserve"}, {}):
-            os.environ[POLICY_ENV] = "sometimes"
-            with self.assertRaisesRegex(ValueError, "must be one of 'auto', 'preserve' or 'reset'"):
-                TrainingArguments(output_dir=self.output_dir, **kwargs)
+        with self.assertRaisesRegex(ValueError, "`accelerator_state_policy` must be one of 'auto', 'preserve' or"):
+            TrainingArguments(output_dir=self.output_dir, accelerator_state_policy="Preserve")
+        for value in ("sometimes", "none", "0"):
+            os.environ[POLICY_ENV] = value
+            with self.assertRaisesRegex(
+                ValueError, f"`{POLICY_ENV}` .*must be one of 'auto', 'preserve' or 'reset', got '{value}'"
+            ):
+                TrainingArguments(output_dir=self.output_dir)

@@ -8,6 +8,7 @@ from accelerate import Accelerator, PartialState
 from accelerate.utils import DynamoBackend, TorchDynamoPlugin, is_compiled_module
 from parameterized import parameterized
 from transformers import Trainer, TrainingArguments
+from transformers.utils import logging
 
 from tests.testing_utils import (
     PATCHED,
@@ -31,6 +32,15 @@ CONFLICTS = [
     # a kept state would silently ignore the FSDP plugin the Trainer builds from the arguments
     ("args_fsdp", {"cpu": True}, {"use_cpu": True, "fsdp": "full_shard"}, ["`deepspeed` or `fsdp` is set"]),
 ]
+
+
+FIELDS = {"regional": "use_regional_compilation"}
+
+
+class GraphBreakRegression(TinyRegression):
+    def forward(self, input_x, labels=None):
+        torch._dynamo.graph_break()
+        return super().forward(input_x, labels)
 
 
 class ConflictTest(AccelerateStateTestCase):
@@ -70,6 +80,37 @@ class ConflictTest(AccelerateStateTestCase):
             self.assertNotIn("state", warnings.out.lower())
 
 
+class WhatWasThereTest(AccelerateStateTestCase):
+    """The warnings name what the arguments found: an `Accelerator`'s state, or only a `PartialState`."""
+
+    @bug_on_unpatched
+    def test_reset_of_a_partial_state_does_not_blame_an_accelerator(self):
+        make_training_args(self.output_dir, None, use_cpu=True)
+        with capture_training_args_logs() as warnings:
+            make_training_args(self.output_dir, "reset", use_cpu=True)
+        self.assertIn("Resetting the existing accelerator state", warnings.out)
+        self.assertIn("it was a `PartialState` only (no `Accelerator` existed)", warnings.out)
+        self.assertNotIn("can no longer be used", warnings.out)
+
+    @bug_on_unpatched
+    def test_reset_of_an_accelerators_state_names_it(self):
+        Accelerator(cpu=True)
+        with capture_training_args_logs() as warnings:
+            make_training_args(self.output_dir, "reset", use_cpu=True)
+        self.assertIn("the `Accelerator` created before these `TrainingArguments` can no longer be used", warnings.out)
+
+    @bug_on_unpatched
+    def test_keeping_an_accelerators_state_says_once_what_later_accelerators_get(self):
+        # the deliberate difference is never silent: a later `Accelerator(...)` shares the kept state
+        logging.get_logger("transformers.training_args").warning_once.cache_clear()
+        Accelerator(cpu=True)
+        with capture_training_args_logs() as warnings:
+            make_training_args(self.output_dir, None, use_cpu=True)
+            make_training_args(self.output_dir, None, use_cpu=True)
+        self.assertEqual(warnings.out.count("a later `Accelerator(...)` shares it"), 1)
+        self.assertIn("accelerator_state_policy='reset'", warnings.out)
+
+
 class CompileAndDeviceConflictTest(AccelerateStateTestCase):
     """Settings a kept state would silently override: `torch.compile`, the device, the parallelism config."""
 
@@ -81,14 +122,14 @@ class CompileAndDeviceConflictTest(AccelerateStateTestCase):
 
     @parameterized.expand(
         [
-            ("state_compiles", {"dynamo_backend": "eager"}, {}, "backend `eager`", "ask for `no`"),
-            ("args_compile", {}, {"torch_compile_backend": "eager"}, "backend `no`", "ask for `eager`"),
+            ("state_compiles", {"dynamo_backend": "eager"}, {}, "`backend` is `EAGER`", "but `NO`"),
+            ("args_compile", {}, {"torch_compile_backend": "eager"}, "`backend` is `NO`", "but `EAGER`"),
             (
                 "other_mode",
                 {"dynamo_plugin": TorchDynamoPlugin(backend="eager", mode="reduce-overhead")},
                 {"torch_compile_backend": "eager"},
-                "mode `reduce-overhead`",
-                "(mode `default`)",
+                "`mode` is `reduce-overhead`",
+                "but `default`",
             ),
         ]
     )
@@ -100,6 +141,31 @@ class CompileAndDeviceConflictTest(AccelerateStateTestCase):
         trainer = Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())
         expected = DynamoBackend(args_kwargs.get("torch_compile_backend", "no").upper())
         self.assertEqual(trainer.accelerator.state.dynamo_plugin.backend, expected)
+
+    @parameterized.expand(
+        [
+            ("fullgraph", {"fullgraph": True}),
+            ("dynamic", {"dynamic": True}),
+            ("options", {"options": {"trace.enabled": False}}),
+            ("regional", {"use_regional_compilation": True}),
+            ("disable", {"disable": True}),
+        ]
+    )
+    def test_every_torch_compile_setting_of_the_state(self, field, plugin_kwargs):
+        # the Trainer's `Accelerator` would take the kept plugin whole: every field must be what it would build
+        accelerator = Accelerator(cpu=True, dynamo_plugin=TorchDynamoPlugin(backend="eager", **plugin_kwargs))
+        with capture_training_args_logs() as warnings:
+            args = make_training_args(self.output_dir, None, use_cpu=True, max_steps=2, torch_compile_backend="eager")
+        self.assert_reset_with_warning(accelerator, warnings, f"`torch.compile` `{FIELDS.get(field, field)}` is")
+        trainer = Trainer(model=GraphBreakRegression(), args=args, train_dataset=regression_dataset())
+        self.assertEqual(trainer.accelerator.state.dynamo_plugin, TorchDynamoPlugin(backend="eager"))
+        self.assertEqual(trainer.train().global_step, 2)  # `fullgraph` would refuse the graph break
+
+    def test_compile_settings_unread_without_a_backend_are_no_conflict(self):
+        # with backend `no` accelerate never compiles: the other fields of the plugin cannot matter
+        accelerator = Accelerator(cpu=True, dynamo_plugin=TorchDynamoPlugin(backend="no", fullgraph=True))
+        make_training_args(self.output_dir, None, use_cpu=True)
+        self.assertEqual(hasattr(accelerator.state, "distributed_type"), PATCHED)
 
     def test_second_trainer_asking_for_torch_compile_is_compiled(self):
         first = make_training_args(self.output_dir, None, use_cpu=True, max_steps=1)
@@ -118,14 +184,16 @@ class CompileAndDeviceConflictTest(AccelerateStateTestCase):
             with capture_training_args_logs() as warnings:
                 make_training_args(self.output_dir, policy)
         self.assert_reset_with_warning(
-            accelerator, warnings, *(["runs on `cpu`", "`cuda`"] if policy == "auto" else [])
+            accelerator, warnings, *(["`device` is `cpu` but `cuda`"] if policy == "auto" else [])
         )
 
     @bug_on_unpatched
     def test_cpu_state_where_an_accelerator_is_available_with_preserve(self):
         accelerator = Accelerator(cpu=True)
         with patch.object(PartialState, "default_device", PropertyMock(return_value=torch.device("cuda"))):
-            with self.assertRaisesRegex(ValueError, "runs on `cpu` but these arguments use `cuda`"):
+            with self.assertRaisesRegex(
+                ValueError, "`device` is `cpu` but `cuda` in a state built for these arguments"
+            ):
                 make_training_args(self.output_dir, "preserve")
         self.assertEqual(accelerator.device.type, "cpu")
 

@@ -102,7 +102,13 @@ def test_a_fix_that_removes_an_upstream_line_is_not_minimal(tmp_path):
     assert check_patch.check([fix, tests]) == []
     removing = tmp_path / fix.name
     text = fix.read_text()
-    removing.write_text(text.replace("\n+        elif self._keep_accelerator_state():", "\n-        if False:", 1))
+    removing.write_text(
+        text.replace(
+            "\n+            existing_state = self._set_aside_accelerator_state(accelerator_state_policy)",
+            "\n-        if False:",
+            1,
+        )
+    )
     assert check_patch.check([removing, tests]) == [f"{fix.name}: removes upstream lines: ['if False:']"]
     assert check_patch.check([fix]) == ["expected 2 patches, found 1"]
 

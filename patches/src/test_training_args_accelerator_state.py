@@ -12,12 +12,21 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 import os
+import sys
+import unittest
 from unittest.mock import patch
 
 from parameterized import parameterized
 
 from transformers import TrainingArguments, is_torch_available
-from transformers.testing_utils import CaptureLogger, TestCasePlus, require_accelerate, require_torch
+from transformers.testing_utils import (
+    CaptureLogger,
+    TestCasePlus,
+    execute_subprocess_async,
+    get_torch_dist_unique_port,
+    require_accelerate,
+    require_torch,
+)
 from transformers.trainer_pt_utils import AcceleratorConfig
 from transformers.utils import is_accelerate_available, logging
 
@@ -36,6 +45,11 @@ if is_torch_available():
         def forward(self, input_x, labels=None):
             y = self.linear(input_x)
             return {"loss": nn.functional.mse_loss(y, labels), "logits": y}
+
+    class GraphBreakRegression(TinyRegression):
+        def forward(self, input_x, labels=None):
+            torch._dynamo.graph_break()
+            return super().forward(input_x, labels)
 
     class TinyRegressionDataset(torch.utils.data.Dataset):
         def __init__(self, length=16):
@@ -57,6 +71,12 @@ if is_accelerate_available():
 
 
 training_args_logger = logging.get_logger("transformers.training_args")
+
+
+def require_torch_multi_process_cpu(test_case):
+    # gloo runs several processes on any machine with torch.distributed
+    available = is_torch_available() and torch.distributed.is_available()
+    return unittest.skipUnless(available, "test requires torch.distributed")(test_case)
 
 
 @require_torch
@@ -116,12 +136,20 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         with self.assertRaisesRegex(ValueError, "must be one of 'auto', 'preserve' or 'reset', got 'keep'"):
             self.make_args(accelerator_state_policy="keep")
 
-    def test_policy_from_environment(self):
+    @parameterized.expand([("reset", False), (" RESET ", False), ("", True)])
+    def test_policy_from_environment(self, value, kept):
+        # case and surrounding whitespace are ignored and an empty variable is unset; the field stays `None`, so
+        # arguments derived later do not carry the environment's value
         accelerator = Accelerator()
-        with patch.dict(os.environ, {"TRANSFORMERS_ACCELERATOR_STATE_POLICY": "reset"}):
+        with patch.dict(os.environ, {"TRANSFORMERS_ACCELERATOR_STATE_POLICY": value}):
             args = self.make_args()
-        self.assertEqual(args.accelerator_state_policy, "reset")
-        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        self.assertIsNone(args.accelerator_state_policy)
+        self.assertEqual(hasattr(accelerator.state, "distributed_type"), kept)
+
+    def test_invalid_policy_from_environment_raises(self):
+        with patch.dict(os.environ, {"TRANSFORMERS_ACCELERATOR_STATE_POLICY": "none"}):
+            with self.assertRaisesRegex(ValueError, "`TRANSFORMERS_ACCELERATOR_STATE_POLICY` .* got 'none'"):
+                self.make_args()
 
     @parameterized.expand([("auto",), ("preserve",), ("reset",)])
     def test_fresh_init(self, policy):
@@ -164,7 +192,36 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         with CaptureLogger(training_args_logger) as cl:
             self.make_args(use_cpu=True)
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
-        self.assertIn("`torch.compile` backend `eager`", cl.out)
+        self.assertIn("`torch.compile` `backend` is `EAGER`", cl.out)
+
+    def test_every_torch_compile_setting_is_compared(self):
+        # The `Trainer`'s `Accelerator` would take the kept plugin whole, here `fullgraph=True` on a model that
+        # breaks its graph: the state is rebuilt and training works as with a fresh state
+        from accelerate.utils import TorchDynamoPlugin
+
+        accelerator = Accelerator(cpu=True, dynamo_plugin=TorchDynamoPlugin(backend="eager", fullgraph=True))
+        with CaptureLogger(training_args_logger) as cl:
+            args = self.make_args(use_cpu=True, torch_compile_backend="eager", max_steps=2)
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        self.assertIn("`torch.compile` `fullgraph` is `True` but `False`", cl.out)
+        trainer = Trainer(model=GraphBreakRegression(), args=args, train_dataset=TinyRegressionDataset())
+        self.assertEqual(trainer.train().global_step, 2)
+
+    def test_partial_state_reset_does_not_blame_an_accelerator(self):
+        self.make_args(use_cpu=True)
+        with CaptureLogger(training_args_logger) as cl:
+            self.make_args(use_cpu=True, accelerator_state_policy="reset")
+        self.assertIn("it was a `PartialState` only", cl.out)
+
+    @require_torch_multi_process_cpu
+    def test_state_of_another_launch_is_not_kept(self):
+        # Under a 2-process launch on a CPU machine, `Accelerator()` builds a single-process state; arguments with
+        # `use_cpu=True` must get the 2-process state a fresh one would be, as they did before the policy existed
+        port = get_torch_dist_unique_port()
+        cmd = f"{sys.executable} -m torch.distributed.run --nproc_per_node 2 --master_port {port} {__file__}".split()
+        env = self.get_env()
+        env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", OUTPUT_DIR=self.get_auto_remove_tmp_dir())
+        execute_subprocess_async(cmd, env=env)
 
     def test_hyperparameter_search_sequence(self):
         # Successive trials must each train with the state their arguments ask for: a changed setting gets a fresh
@@ -186,3 +243,11 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         model = TinyRegression()
         model, optimizer = accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=0.1))
         self.assertEqual(accelerator.distributed_type, DistributedType.NO)
+
+
+if __name__ == "__main__":
+    # Run by `test_state_of_another_launch_is_not_kept` under `torch.distributed.run`
+    accelerator = Accelerator()
+    args = TrainingArguments(output_dir=os.environ["OUTPUT_DIR"], report_to="none", use_cpu=True)
+    assert args.world_size == 2 and args.parallel_mode.value == "distributed", (args.world_size, args.parallel_mode)
+    assert PartialState().num_processes == 2 and PartialState().process_index == int(os.environ["RANK"])

@@ -15,44 +15,48 @@ class EditError(RuntimeError):
 
 DOCSTRING_ENTRY = """
 
-        accelerator_state_policy (`str`, *optional*, defaults to `"auto"`):
+        accelerator_state_policy (`str`, *optional*):
             What to do with an accelerator state (`PartialState`/`AcceleratorState`) that already exists when the
             devices are set up, for instance one created by an `Accelerator` instantiated before these arguments:
 
-                - `"auto"`: keep it if it is compatible with these arguments (device, mixed precision, distributed
-                  backend, `torch.compile` settings, parallelism config, no DeepSpeed or FSDP), otherwise reset it and
-                  log a warning naming the differences.
-                - `"preserve"`: keep it, and raise a `ValueError` if it contradicts these arguments.
+                - `"auto"`: keep it if it is the state these arguments would get anyway: what a fresh `PartialState`
+                  built for them says of the device, distributed setup and process ranks, and the mixed precision,
+                  `torch.compile` settings and plugins the `Trainer` would ask for. Otherwise reset it and log a
+                  warning naming the differences.
+                - `"preserve"`: keep it, and raise a `ValueError` if it differs from that.
                 - `"reset"`: always reset it (the behavior before this option existed), logging a warning when a
                   live state is discarded.
 
             A state that did not finish initializing, or whose process group was destroyed, is always reset. When
-            unset, the `TRANSFORMERS_ACCELERATOR_STATE_POLICY` environment variable is used, then `"auto"`. Ignored
-            when `accelerator_config` sets `use_configured_state=True`."""
+            unset, the `TRANSFORMERS_ACCELERATOR_STATE_POLICY` environment variable is used (case-insensitive, empty
+            means unset), then `"auto"`. Ignored when `accelerator_config` sets `use_configured_state=True`."""
 
 FIELD = """    accelerator_state_policy: {annotation} = field(
         default=None,
         metadata={{
             "help": (
                 "What to do with an accelerator state that already exists, e.g. one created by an `Accelerator` "
-                "instantiated first: `auto` keeps it when compatible with these arguments and otherwise resets it "
-                "with a warning, `preserve` keeps it and raises on a conflict, `reset` always resets it (with a "
-                "warning). Defaults to the `TRANSFORMERS_ACCELERATOR_STATE_POLICY` environment variable, then `auto`."
+                "instantiated first: `auto` keeps it when it is the state these arguments would get anyway and "
+                "otherwise resets it with a warning, `preserve` keeps it and raises on a difference, `reset` always "
+                "resets it (with a warning). Defaults to the `TRANSFORMERS_ACCELERATOR_STATE_POLICY` environment "
+                "variable, then `auto`."
             ),
             "choices": ["auto", "preserve", "reset"],
         }},
     )
 """
 
-HELPERS = """    def _resolve_accelerator_state_policy(self) -> str:
-        policy = self.accelerator_state_policy
+HELPERS = """    def _accelerator_state_policy(self) -> str:
+        \"\"\"
+        The `accelerator_state_policy` in effect; the field keeps `None` when it comes from the environment.
+        \"\"\"
+        policy, source = self.accelerator_state_policy, "`accelerator_state_policy`"
         if policy is None:
-            policy = os.environ.get("TRANSFORMERS_ACCELERATOR_STATE_POLICY", "auto")
+            # an empty variable (e.g. from a CI template) counts as unset
+            policy = os.environ.get("TRANSFORMERS_ACCELERATOR_STATE_POLICY", "").strip().lower() or "auto"
+            source = "`TRANSFORMERS_ACCELERATOR_STATE_POLICY` (read as `accelerator_state_policy` is unset)"
         if policy not in ("auto", "preserve", "reset"):
-            raise ValueError(
-                f"`accelerator_state_policy` (or `TRANSFORMERS_ACCELERATOR_STATE_POLICY`) must be one of 'auto', "
-                f"'preserve' or 'reset', got {{policy!r}}."
-            )
+            raise ValueError(f"{{source}} must be one of 'auto', 'preserve' or 'reset', got {{policy!r}}.")
         return policy
 
     @staticmethod
@@ -82,81 +86,104 @@ HELPERS = """    def _resolve_accelerator_state_policy(self) -> str:
             return "the process group it was created with no longer exists"
         return None
 
-    def _accelerator_state_conflicts(self) -> list[str]:
+    @staticmethod
+    def _warn_accelerator_state_reset(reason: str, had_accelerator: bool) -> None:
+        if had_accelerator:
+            consequence = (
+                "the `Accelerator` created before these `TrainingArguments` can no longer be used. Create it with "
+                "matching settings or after them."
+            )
+        else:
+            consequence = "it was a `PartialState` only (no `Accelerator` existed), rebuilt from these arguments."
+        logger.warning(f"Resetting the existing accelerator state ({{reason}}): {{consequence}}")
+
+    def _set_aside_accelerator_state(self, policy: str) -> {optional_states}:
         \"\"\"
-        Lists how the accelerator state that already exists differs from what these arguments ask for.
+        A copy of the accelerator state that exists, before `_setup_devices` resets it to build a fresh one, if it
+        may be kept: `_keep_accelerator_state` compares it with the fresh one.
         \"\"\"
-        state = PartialState()
-        accelerator_state = AcceleratorState._shared_state  # empty until an `Accelerator` is created
-        conflicts = []
-        use_cpu = self.use_cpu or strtobool(os.environ.get("ACCELERATE_USE_CPU", "False"))
-        if use_cpu and state.device.type != "cpu":
-            conflicts.append(f"the existing state runs on `{{state.device}}` but `use_cpu=True`")
-        elif not use_cpu and state.device.type == "cpu" and state.default_device.type != "cpu":
-            conflicts.append(f"the existing state runs on `cpu` but these arguments use `{{state.default_device}}`")
-        # `AcceleratorState` may refine the type (FSDP) in its own copy of the state
-        distributed_type = accelerator_state.get("distributed_type", state.distributed_type)
+        existing = None
+        if PartialState._shared_state:
+            defect = self._accelerator_state_defect()
+            if defect is None and policy != "reset":
+                existing = (dict(PartialState._shared_state), dict(AcceleratorState._shared_state))
+            else:
+                # a defective state is rebuilt whatever the policy: no `Accelerator` can work with it
+                reason = defect or "`accelerator_state_policy='reset'`"
+                self._warn_accelerator_state_reset(reason, bool(AcceleratorState._shared_state))
+        return existing
+
+    def _trainer_dynamo_plugin(self):
+{dynamo_plugin}
+    def _accelerator_state_conflicts(self, partial_state: dict, accelerator_state: dict) -> list[str]:
+        \"\"\"
+        How a state set aside differs from the fresh `PartialState` just built for these arguments, and from the
+        `AcceleratorState` the `Trainer` would build with them (the settings it passes to `Accelerator`).
+        \"\"\"
+        fresh = PartialState._shared_state
+        # every attribute accelerate set, but the `cpu` request (its effect is `device`) and what it reads each time
+        conflicts = [
+            f"`{{key}}` is `{{partial_state.get(key)}}` but `{{value}}` in a state built for these arguments"
+            for key, value in fresh.items()
+            if key not in ("_cpu", "fork_launched") and partial_state.get(key) != value
+        ]
+        if not accelerator_state:
+            return conflicts
         if self.deepspeed or self.fsdp:
             # their plugins only take effect in a state built for them
             conflicts.append("`deepspeed` or `fsdp` is set and needs a state built from these arguments")
-        elif distributed_type in (DistributedType.DEEPSPEED, DistributedType.FSDP):
-            conflicts.append(f"the existing state is `{{distributed_type}}` but neither `deepspeed` nor `fsdp` is set")
-        if self.ddp_backend is not None and state.backend != self.ddp_backend:
-            conflicts.append(f"`ddp_backend={{self.ddp_backend}}` but the existing state uses `{{state.backend}}`")
-        if not accelerator_state:
-            return conflicts
+        elif accelerator_state["distributed_type"] != fresh["distributed_type"]:
+            conflicts.append(f"the existing state is `{{accelerator_state['distributed_type']}}`, set by a plugin")
 {mixed_precision}        if accelerator_state["_mixed_precision"] != mixed_precision:
             conflicts.append(
                 f"the existing state uses mixed precision `{{accelerator_state['_mixed_precision']}}` but these "
                 f"arguments ask for `{{mixed_precision}}`"
             )
-        # what the `Trainer` asks `torch.compile` for (`TorchDynamoPlugin` falls back to accelerate's variables)
-        backend = (self.torch_compile_backend or os.environ.get("ACCELERATE_DYNAMO_BACKEND", "no")).lower()
-        mode = self.torch_compile_mode or os.environ.get("ACCELERATE_DYNAMO_MODE", "default")
-        dynamo_plugin = accelerator_state["dynamo_plugin"]
-        if dynamo_plugin.backend.value.lower() != backend or (backend != "no" and dynamo_plugin.mode != mode):
-            conflicts.append(
-                f"the existing state compiles with `torch.compile` backend `{{dynamo_plugin.backend.value.lower()}}` "
-                f"(mode `{{dynamo_plugin.mode}}`) but these arguments ask for `{{backend}}` (mode `{{mode}}`)"
+        kept, expected = accelerator_state["dynamo_plugin"], self._trainer_dynamo_plugin()
+        if kept.backend.value != "NO" or expected.backend.value != "NO":  # without a backend nothing is read
+            conflicts.extend(
+                f"`torch.compile` `{{f.name}}` is `{{getattr(kept, f.name)}}` but `{{getattr(expected, f.name)}}` for "
+                "these arguments"
+                for f in fields(expected)
+                if getattr(kept, f.name) != getattr(expected, f.name)
             )
 {parallelism}        return conflicts
 
-    def _keep_accelerator_state(self) -> bool:
+    def _keep_accelerator_state(self, existing: tuple[dict, dict], policy: str) -> None:
         \"\"\"
-        Whether `_setup_devices` keeps the accelerator state that already exists, per `accelerator_state_policy`.
+        Puts back the state set aside by `_set_aside_accelerator_state` if it is the state these arguments would get
+        anyway; otherwise leaves the fresh one (`"auto"`) or raises (`"preserve"`).
         \"\"\"
-        if not PartialState._shared_state:
-            return False
-        defect = self._accelerator_state_defect()
-        if defect is not None:
-            # whatever the policy: no `Accelerator` can work with it, and it was always rebuilt here
-            logger.warning(f"Resetting the existing accelerator state ({{defect}}): rebuilding it from the arguments.")
-            return False
-        conflicts = self._accelerator_state_conflicts()
-        if conflicts and self.accelerator_state_policy == "preserve":
+        partial_state, accelerator_state = existing
+        conflicts = self._accelerator_state_conflicts(partial_state, accelerator_state)
+        if conflicts and policy != "preserve":
+            self._warn_accelerator_state_reset("; ".join(conflicts), bool(accelerator_state))
+            return
+        # in place: every live `PartialState` and `Accelerator` shares these dicts
+        PartialState._shared_state.clear()
+        PartialState._shared_state.update(partial_state)
+        AcceleratorState._shared_state.update(accelerator_state)
+        if conflicts:
             raise ValueError(
                 "`accelerator_state_policy='preserve'` keeps the accelerator state that already exists, but it "
-                f"contradicts these arguments: {{'; '.join(conflicts)}}. Create the `Accelerator` with matching "
-                "settings, change the arguments, or use `accelerator_state_policy='reset'` to discard the state."
+                f"differs from what these arguments ask for: {{'; '.join(conflicts)}}. Create the `Accelerator` with "
+                "matching settings, change the arguments, or use `accelerator_state_policy='reset'` to discard it."
             )
-        if conflicts or self.accelerator_state_policy == "reset":
-            reason = "; ".join(conflicts) if conflicts else "`accelerator_state_policy='reset'`"
-            logger.warning(
-                f"Resetting the existing accelerator state ({{reason}}): an `Accelerator` created before these "
-                "`TrainingArguments` can no longer be used. Create it with matching settings or after them."
+        logger.info(f"Keeping the existing accelerator state (accelerator_state_policy={{policy!r}}).")
+        if accelerator_state:
+            logger.warning_once(
+                "Keeping the state of the `Accelerator` created before these `TrainingArguments`, which they match: "
+                "a later `Accelerator(...)` shares it (accelerate refuses another `mixed_precision` or `cpu` and "
+                "ignores other settings, `notebook_launcher` refuses to start). Pass "
+                "`accelerator_state_policy='reset'` to discard it instead."
             )
-            return False
-        logger.info(
-            f"Keeping the existing accelerator state (accelerator_state_policy={{self.accelerator_state_policy!r}})."
-        )
-        if PartialState._shared_state["distributed_type"] != DistributedType.NO and self.ddp_timeout != 1800:
+        if partial_state["distributed_type"] != DistributedType.NO and self.ddp_timeout != 1800:
             # resetting would not help: the process group is only created once, by whoever creates it first
             logger.warning(
                 f"`ddp_timeout={{self.ddp_timeout}}` cannot be applied: the process group of the existing accelerator "
                 "state was created before these arguments. Pass the timeout where it is created, e.g. "
                 "`Accelerator(kwargs_handlers=[InitProcessGroupKwargs(timeout=...)])`."
             )
-        return True
 
 """
 
@@ -169,19 +196,40 @@ MIXED_PRECISION_COMPUTED = """        mixed_precision = os.environ.get("ACCELERA
 PARALLELISM = """        if accelerator_state.get("parallelism_config") != self.parallelism_config:
             conflicts.append("the existing state has another `parallelism_config` than these arguments")
 """
+# Where the `Trainer` passes its own `TorchDynamoPlugin` to the `Accelerator` (5.x), the same one; before, the
+# `Accelerator` builds it from the variables `__post_init__` set.
+DYNAMO_PLUGIN_FROM_TRAINER = """        from accelerate.utils import TorchDynamoPlugin
 
-RESOLVE = """        self.accelerator_state_policy = self._resolve_accelerator_state_policy()
+        if not is_accelerate_available("1.2.0"):
+            return TorchDynamoPlugin()
+        # as `Trainer._build_accelerator_args` builds it
+        return TorchDynamoPlugin(
+            backend=self.torch_compile_backend,
+            mode=self.torch_compile_mode,
+            dynamic=False if self.torch_compile_backend == "neuron" else None,
+        )
+
+"""
+DYNAMO_PLUGIN_FROM_ENVIRONMENT = """        from accelerate.utils import TorchDynamoPlugin
+
+        # the `Trainer`'s `Accelerator` builds it from the variables `__post_init__` set
+        return TorchDynamoPlugin()
+
+"""
+
+RESOLVE = """        accelerator_state_policy, existing_state = self._accelerator_state_policy(), None
 """
 
 ELSE_OLD = """        else:
             AcceleratorState._reset_state(reset_partial_state=True)
 """
-ELSE_NEW = """        elif self._keep_accelerator_state():
-            # From here on, the live state is used as if `use_configured_state=True` had been passed
-            accelerator_state_kwargs["use_configured_state"] = True
-            self.distributed_state = PartialState()
-        else:
+ELSE_NEW = """        else:
+            existing_state = self._set_aside_accelerator_state(accelerator_state_policy)
             AcceleratorState._reset_state(reset_partial_state=True)
+"""
+FRESH_STATE = r"""^            if use_deepspeed:\n                del os\.environ\["ACCELERATE_USE_DEEPSPEED"\]\n"""
+KEEP = """            if existing_state is not None:
+                self._keep_accelerator_state(existing_state, accelerator_state_policy)
 """
 
 
@@ -209,6 +257,8 @@ def traits(text: str) -> dict[str, bool]:
         "mixed_precision_resolved": "  self.mixed_precision = os." in text,
         "parallelism_config": bool(re.search(r"^    parallelism_config: ", text, flags=re.MULTILINE)),
         "distributed_helper": "import _is_torch_distributed_initialized" in text,
+        # 5.x's `Trainer` builds the `TorchDynamoPlugin` itself (the variables are a fallback for accelerate < 1.2)
+        "dynamo_plugin_from_trainer": 'if not is_accelerate_available("1.2.0"):' in text,
     }
 
 
@@ -225,6 +275,10 @@ def edit(text: str, version: str) -> str:
         ),
         mixed_precision=MIXED_PRECISION_RESOLVED if found["mixed_precision_resolved"] else MIXED_PRECISION_COMPUTED,
         parallelism=PARALLELISM if found["parallelism_config"] else "",
+        optional_states="Optional[tuple[dict, dict]]" if found["old_typing"] else "tuple[dict, dict] | None",
+        dynamo_plugin=(
+            DYNAMO_PLUGIN_FROM_TRAINER if found["dynamo_plugin_from_trainer"] else DYNAMO_PLUGIN_FROM_ENVIRONMENT
+        ),
     )
     text = _insert_after(
         text, r"^ +- `?use_configured_state`? \(`bool`.*?(?=\n\n)", DOCSTRING_ENTRY, "the docstring entry", version
@@ -243,4 +297,5 @@ def edit(text: str, version: str) -> str:
         text, r'^        logger\.info\("PyTorch: setting up devices"\)\n', RESOLVE, "the policy resolution", version
     )
     text = _replace_once(text, "^" + re.escape(ELSE_OLD), ELSE_NEW, "the state reset", version)
+    text = _insert_after(text, FRESH_STATE, KEEP, "the fresh state", version)
     return text
