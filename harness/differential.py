@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.pins import ROOT
@@ -33,6 +34,7 @@ CLEARED = "This happens if `AcceleratorState._reset_state()` was called"
 
 
 LAUNCHERS = ("torchrun", "accelerate", "notebook", "debug", "fork")
+IN_RANKS = ("torchrun", "accelerate")  # the launcher starts the worker in every process; the others fork it
 LAUNCH_MAKERS = ["Accelerator()", "Accelerator(cpu)", "Accelerator(bf16)", "PartialState()"]
 LAUNCH_ARGUMENTS = ["args()", "args(use_cpu)", "args(use_cpu)", "args(bf16)"]
 LAUNCH_OTHERS = ["replace(use_cpu)", "train", "use first accelerator"]
@@ -76,9 +78,7 @@ def launched_programs(launcher: str, count: int, seed: int) -> list[str]:
         first = [rng.choice(LAUNCH_MAKERS + LAUNCH_ARGUMENTS) for _ in range(rng.randint(1, 2))]
         then = [rng.choice(LAUNCH_ARGUMENTS)]
         then += [rng.choice(LAUNCH_MAKERS + LAUNCH_ARGUMENTS + LAUNCH_OTHERS) for _ in range(rng.randint(0, 2))]
-        made.append(
-            " ; ".join(first) + (" | " if launcher in ("notebook", "debug", "fork") else " ; ") + " ; ".join(then)
-        )
+        made.append(" ; ".join(first) + (" ; " if launcher in IN_RANKS else " | ") + " ; ".join(then))
     return made
 
 
@@ -125,16 +125,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def observe_launched(python: str, launcher: str, programs_: list[str]) -> dict[int, dict[str, list[str]]]:
-    """Runs `programs_` under `launcher` in `python`'s env: {rank: {program: observations}}."""
+def observe_launched(python: str, launchers: tuple[str, ...], programs_: list[str]) -> dict[str, dict]:
+    """Runs `programs_` under `launchers` (one, or several that fork from one parent) in `python`'s env:
+    {launcher: {rank: {program: observations}}}."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if "ACCELERATE" not in k}
     env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     with tempfile.TemporaryDirectory() as out:
-        worker = [str(LAUNCH_WORKER), out, launcher, str(port), *programs_]
-        if launcher == "torchrun":
+        worker = [str(LAUNCH_WORKER), out, ",".join(launchers), str(port), *programs_]
+        if launchers == ("torchrun",):
             cmd = [python, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port), *worker]
-        elif launcher == "accelerate":
+        elif launchers == ("accelerate",):
             cmd = [python, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
             cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
             cmd += ["--main_process_port", str(port), *worker]
@@ -142,8 +143,12 @@ def observe_launched(python: str, launcher: str, programs_: list[str]) -> dict[i
             cmd = [python, *worker]
         result = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
         if result.returncode:
-            raise SystemExit(f"harness.differential: {launcher} in {python} failed:\n{result.stderr[-3000:]}")
-        return {int(p.stem.rsplit("rank", 1)[1]): json.loads(p.read_text()) for p in Path(out).glob("*.json")}
+            raise SystemExit(f"harness.differential: {launchers} in {python} failed:\n{result.stderr[-3000:]}")
+        seen = {launcher: {} for launcher in launchers}
+        for path in Path(out).glob("*.json"):
+            launcher, rank = path.stem.rsplit("-rank", 1)
+            seen[launcher][int(rank)] = json.loads(path.read_text())
+        return seen
 
 
 def classify_launched(program: str, step: int, mine: str, theirs: str) -> str:
@@ -194,20 +199,34 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     batch = programs(args.programs, args.seed)
-    differences = compare(batch, observe(args.patched, batch), observe(args.published, batch))
+    chosen = args.launchers.split(",") if args.launched else []
+    # the launchers that fork share one parent process: one interpreter start per release instead of three
+    groups = [(name,) for name in chosen if name in IN_RANKS] + [tuple(n for n in chosen if n not in IN_RANKS)]
+    groups = [group for group in groups if group]
+    launched = {group: launched_programs(group[0], args.launched, args.seed) for group in groups}
+    with ThreadPoolExecutor(max_workers=2) as pool:  # a release's runs beside the other's
+        runs = {
+            (side, group): pool.submit(
+                observe if group is None else observe_launched,
+                python,
+                *(() if group is None else (group,)),
+                batch if group is None else launched[group],
+            )
+            for group in [None, *groups]
+            for side, python in (("patched", args.patched), ("published", args.published))
+        }
+    differences = compare(batch, runs["patched", None].result(), runs["published", None].result())
     for d in differences:
         d["program"] = " -> ".join(f"[{s}]" if i == d["step"] else s for i, s in enumerate(d["program"]))
     lines = [summary(f"in one process: {len(batch)} programs ({sum(map(len, batch))} steps)", len(batch), differences)]
-    for launcher in args.launchers.split(",") if args.launched else []:
-        launched = launched_programs(launcher, args.launched, args.seed)
-        found = compare_launched(
-            launcher,
-            launched,
-            observe_launched(args.patched, launcher, launched),
-            observe_launched(args.published, launcher, launched),
-        )
-        lines.append(summary(f"{launcher}: {len(launched)} programs per rank", 2 * len(launched), found))
-        differences += found
+    for group in groups:
+        mine, theirs = runs["patched", group].result(), runs["published", group].result()
+        for launcher in group:
+            found = compare_launched(launcher, launched[group], mine[launcher], theirs[launcher])
+            lines.append(
+                summary(f"{launcher}: {len(launched[group])} programs x 2 ranks", 2 * len(launched[group]), found)
+            )
+            differences += found
     for d in differences:
         print(f"{d['kind']}: {d['program']} (step {d['step']})")
         print(f"    patched:   {d['patched']}\n    published: {d['published']}")

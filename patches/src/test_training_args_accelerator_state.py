@@ -251,3 +251,4 @@ if __name__ == "__main__":
     args = TrainingArguments(output_dir=os.environ["OUTPUT_DIR"], report_to="none", use_cpu=True)
     assert args.world_size == 2 and args.parallel_mode.value == "distributed", (args.world_size, args.parallel_mode)
     assert PartialState().num_processes == 2 and PartialState().process_index == int(os.environ["RANK"])
+    print(f"rank {args.process_index} of {args.world_size}: {args.parallel_mode.value}")
