@@ -114,6 +114,9 @@ HELPERS = """    def _accelerator_state_policy(self) -> str:
         return existing
 
     def _trainer_dynamo_plugin(self):
+        \"\"\"
+        The `TorchDynamoPlugin` the `Accelerator` of a `Trainer` built with these arguments gets.
+        \"\"\"
 {dynamo_plugin}
     def _accelerator_state_conflicts(self, partial_state: dict, accelerator_state: dict) -> list[str]:
         \"\"\"
@@ -208,13 +211,11 @@ DYNAMO_PLUGIN_FROM_TRAINER = """        from accelerate.utils import TorchDynamo
             mode=self.torch_compile_mode,
             dynamic=False if self.torch_compile_backend == "neuron" else None,
         )
-
 """
 DYNAMO_PLUGIN_FROM_ENVIRONMENT = """        from accelerate.utils import TorchDynamoPlugin
 
         # the `Trainer`'s `Accelerator` builds it from the variables `__post_init__` set
         return TorchDynamoPlugin()
-
 """
 
 RESOLVE = """        accelerator_state_policy, existing_state = self._accelerator_state_policy(), None
