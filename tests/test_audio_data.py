@@ -121,7 +121,7 @@ def test_audio_is_encoded_once_then_read_from_the_cache(tmp_path):
     assert (first.encoded, first.cached, first.stereo) == (6, 0, 2)
     again = prepare(rows, codec, tmp_path / "cache", max_frames=1000, too_long="truncate")
     assert (again.encoded, again.cached) == (0, 6)
-    codes = [np.asarray(torch.load(item["file"])) for item in first.items]
+    codes = [np.asarray(torch.load(tmp_path / "cache" / item["file"])) for item in first.items]
     # 0.4 s at 16 kHz with a hop of 128 samples: 50 frames, 9 codebooks
     assert codes[0].shape == (50, 9) and all(c.min() >= 0 and c.max() < 1024 for c in codes)
 
@@ -232,3 +232,20 @@ def test_precomputed_codes_that_the_model_cannot_read_name_the_file(tmp_path, co
     assert dataset[0]["codes"].shape == (10, 9)
     with pytest.raises(FineTuneError, match=message):
         dataset[1]
+
+
+def test_relative_output_and_cache_folders(tmp_path, monkeypatch):
+    # the shipped configs name `output_dir: outputs/...`: a relative cache must not be joined to itself
+    from tpu_demo.arguments import parse_all
+    from tpu_demo.model import tiny_config
+    from tpu_demo.prepare import training_data
+
+    manifest = recordings(tmp_path / "user", count=3)
+    codec = tiny_codec(tmp_path / "codec")
+    monkeypatch.chdir(tmp_path)
+    for cache in (None, "codes_cache"):
+        raw = {"dataset": str(manifest), "codec": str(codec), "output_dir": "outputs/run", "report_to": "none"}
+        parts = parse_all({**raw, **({"cache_dir": cache} if cache else {})})
+        dataset = training_data(parts[2], tiny_config(), parts[-1].output_dir, 0)
+        assert len(dataset) == 3 and dataset[0]["codes"].shape[1] == 9
+        assert (tmp_path / (cache or "outputs/run/audio_codes")).is_dir()

@@ -209,7 +209,8 @@ def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progr
                 result.dropped.append(row.row)
                 continue
             result.truncated.append(row.row)
-        result.items.append({"file": str(target), "text": row.prompt, "row": row.row})
+        # relative to the cache folder, which the dataset joins: the cache may be a relative path
+        result.items.append({"file": str(target.relative_to(cache_dir)), "text": row.prompt, "row": row.row})
     if not result.items:
         raise FineTuneError(f"no sample left to train on ({result.summary()})")
     return result

@@ -42,7 +42,8 @@ def write_synthetic(data_dir, num_samples: int, num_channels: int = 9, seed: int
 
 
 class CodesDataset(torch.utils.data.Dataset):
-    """Code files and their texts: a folder's `metadata.jsonl`, or `items` prepared from audio (absolute paths)."""
+    """Code files and their texts: a folder's `metadata.jsonl`, or `items` prepared from audio (both relative to
+    `data_dir`)."""
 
     def __init__(self, data_dir, items=None, num_channels: int = 9, description: str | None = None):
         self.data_dir = Path(data_dir)
