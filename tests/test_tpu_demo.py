@@ -11,6 +11,34 @@ from tests.testing_utils import PATCHED, bug_on_unpatched, require_dia
 pytestmark = require_dia
 
 
+@bug_on_unpatched
+@pytest.mark.parametrize(
+    "overrides, numbers",
+    [
+        (["synthetic_samples=12"], "12 samples, 11 held out for evaluation (eval_samples: 13), 1 left"),
+        (["synthetic_samples=20", "per_device_train_batch_size=8"], "20 samples, 13 held out"),
+    ],
+    ids=["fewer_than_eval", "fewer_than_a_batch"],
+)
+def test_data_too_small_for_one_step_is_refused_with_the_numbers(tmp_path, overrides, numbers):
+    # it waited forever at `train: 0/N` (a loader with no batch, epoch after epoch)
+    result = run_demo(tmp_path / "run", *overrides, "max_steps=2", launcher=False, timeout=120)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert numbers in result.stderr and "per_device_train_batch_size (8) x 1 process(es)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@bug_on_unpatched
+def test_no_held_out_samples_trains_and_saves_without_evaluation(tmp_path):
+    result = run_demo(tmp_path / "run", "eval_samples=0", "eval_strategy=no", "max_steps=2", launcher=False)
+    assert_ok(result)
+    assert summary(tmp_path / "run")["eval_loss"] is None and (tmp_path / "run/final").is_dir()
+    refused = run_demo(tmp_path / "refused", "eval_samples=0", "eval_strategy=steps", "max_steps=2", launcher=False)
+    assert (
+        refused.returncode == 1 and "eval_strategy: steps needs held-out samples (eval_samples: 0)" in refused.stderr
+    )
+
+
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
     from transformers import DiaForConditionalGeneration

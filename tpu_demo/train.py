@@ -179,6 +179,8 @@ def per_sample_loss(logits, labels, batch_size):
 
 
 def evaluate(accelerator, model, loader):
+    if len(loader.dataset) == 0:  # eval_samples: 0
+        return {"eval_loss": None, "eval_samples": 0, "eval_indices": []}
     model.eval()
     losses, indices = [], []
     for batch in loader:
@@ -277,6 +279,18 @@ def split(dataset_size: int, eval_samples: int, seed: int) -> tuple[list[int], l
     return sorted(order[n_eval:]), sorted(order[:n_eval])
 
 
+def enough_for_a_step(samples: int, train_samples: int, eval_samples: int, args, processes: int) -> None:
+    """Refuses data that gives no training batch: the loop would wait for one forever."""
+    needed = args.per_device_train_batch_size * processes
+    if train_samples < needed:
+        raise FineTuneError(
+            f"{samples} samples, {samples - train_samples} held out for evaluation (eval_samples: {eval_samples}), "
+            f"{train_samples} left for training; one training step needs per_device_train_batch_size "
+            f"({args.per_device_train_batch_size}) x {processes} process(es) = {needed}: lower eval_samples or the "
+            "batch size, or add data"
+        )
+
+
 def rotate_checkpoints(output_dir, limit) -> None:
     """`save_total_limit`: only the newest `limit` checkpoints are kept."""
     found = step_dirs(Path(output_dir) / "checkpoints")
@@ -291,6 +305,8 @@ def train(config, overrides=()) -> dict:
         accelerator, raw
     )
     set_seed(args.seed)
+    if data_args.eval_samples == 0 and args.eval_strategy != "no":
+        raise FineTuneError(f"eval_strategy: {args.eval_strategy.value} needs held-out samples (eval_samples: 0)")
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
 
@@ -311,6 +327,7 @@ def train(config, overrides=()) -> dict:
     if samples and on_xla:  # the host copy samples are generated from has the trained model's structure
         samples.host_model = with_lora(accelerator, build_model(model_args), lora_args, model_args)
     train_indices, eval_indices = split(len(dataset), data_args.eval_samples, args.seed)
+    enough_for_a_step(len(dataset), len(train_indices), data_args.eval_samples, args, accelerator.num_processes)
     if accelerator.is_main_process:
         (output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
     train_set, eval_set = (torch.utils.data.Subset(dataset, ids) for ids in (train_indices, eval_indices))
@@ -472,7 +489,8 @@ def train(config, overrides=()) -> dict:
             f"{'interrupted' if interrupted else 'done'} after {progress.step}/{max_steps} steps on "
             f"{summary['device']} ({summary['distributed_type']}, {summary['num_processes']} process(es)): "
             f"train loss {fmt(summary['first_loss'])} -> {fmt(summary['last_loss'])}, eval loss "
-            f"{summary['eval_loss']:.3f} on {summary['eval_samples']} samples, "
+            f"{'n/a' if summary['eval_loss'] is None else format(summary['eval_loss'], '.3f')} on "
+            f"{summary['eval_samples']} samples, "
             f"{summary['train_samples_per_second']:.1f} samples/s\n"
             f"data: {dataset.description}\n"
             f"model: {output_dir / 'final' if not interrupted else '(not final)'}; checkpoints: "
