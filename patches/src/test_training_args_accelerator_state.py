@@ -12,6 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 import os
+import subprocess
 import sys
 import unittest
 from unittest.mock import patch
@@ -22,7 +23,6 @@ from transformers import TrainingArguments, is_torch_available
 from transformers.testing_utils import (
     CaptureLogger,
     TestCasePlus,
-    execute_subprocess_async,
     get_torch_dist_unique_port,
     require_accelerate,
     require_torch,
@@ -221,7 +221,9 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         cmd = f"{sys.executable} -m torch.distributed.run --nproc_per_node 2 --master_port {port} {__file__}".split()
         env = self.get_env()
         env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", OUTPUT_DIR=self.get_auto_remove_tmp_dir())
-        execute_subprocess_async(cmd, env=env)
+        result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        self.assertEqual(result.stdout.count("of 2: distributed"), 2)
 
     def test_hyperparameter_search_sequence(self):
         # Successive trials must each train with the state their arguments ask for: a changed setting gets a fresh

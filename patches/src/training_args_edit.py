@@ -200,7 +200,7 @@ PARALLELISM = """        if accelerator_state.get("parallelism_config") != self.
             conflicts.append("the existing state has another `parallelism_config` than these arguments")
 """
 # Where the `Trainer` passes its own `TorchDynamoPlugin` to the `Accelerator` (5.x), the same one; before, the
-# `Accelerator` builds it from the variables `__post_init__` set.
+# `Accelerator` builds it from the variables `__post_init__` sets, after it set up the devices (4.x).
 DYNAMO_PLUGIN_FROM_TRAINER = """        from accelerate.utils import TorchDynamoPlugin
 
         if not is_accelerate_available("1.2.0"):
@@ -214,8 +214,13 @@ DYNAMO_PLUGIN_FROM_TRAINER = """        from accelerate.utils import TorchDynamo
 """
 DYNAMO_PLUGIN_FROM_ENVIRONMENT = """        from accelerate.utils import TorchDynamoPlugin
 
-        # the `Trainer`'s `Accelerator` builds it from the variables `__post_init__` set
-        return TorchDynamoPlugin()
+        # The `Trainer`'s `Accelerator` builds it from the variables `__post_init__` sets after the devices, to the
+        # backend asked for (`inductor` when only `torch_compile` or a mode is) and the mode; unset ones stay as they are
+        compiles = self.torch_compile or any(
+            setting is not None for setting in (self.torch_compile_backend, self.torch_compile_mode, self.torchdynamo)
+        )
+        backend = self.torch_compile_backend or self.torchdynamo or ("inductor" if compiles else None)
+        return TorchDynamoPlugin(backend=backend, mode=self.torch_compile_mode)
 """
 
 RESOLVE = """        accelerator_state_policy, existing_state = self._accelerator_state_policy(), None
