@@ -49,17 +49,29 @@ def test_adapter_only_checkpoints_and_exact_resume(base, tmp_path):
     assert soundfile.info(wav).samplerate == 16000
 
 
-def test_merged_export_and_an_adapter_without_its_base(base, tmp_path):
-    out = tmp_path / "merged"
-    assert_ok(lora_run(out, base, "max_steps=2", "save_strategy=no", "merge_lora=true"))
-    assert (out / "final/model.safetensors").is_file() and not (out / "final/adapter_config.json").exists()
+def test_merged_export_is_base_plus_adapter_and_speaks_as_the_adapter(base, tmp_path):
+    # the same run twice: its adapter, and its merged export (seeded: the training is identical)
+    import torch
+    from peft import PeftModel
     from transformers import DiaForConditionalGeneration
 
-    merged = DiaForConditionalGeneration.from_pretrained(out / "final")
-    original = DiaForConditionalGeneration.from_pretrained(base[0])
-    q = "model.decoder.layers.0.self_attention.q_proj.weight"
-    assert not (merged.state_dict()[q] == original.state_dict()[q]).all()  # the adapter is in the weights
+    adapter, merged = tmp_path / "adapter", tmp_path / "merged"
+    assert_ok(lora_run(adapter, base, "max_steps=2", "save_strategy=no"))
+    assert_ok(lora_run(merged, base, "max_steps=2", "save_strategy=no", "merge_lora=true"))
+    assert (merged / "final/model.safetensors").is_file() and not (merged / "final/adapter_config.json").exists()
+    reloaded, info = DiaForConditionalGeneration.from_pretrained(merged / "final", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]  # every weight read, none left random
+    expected = PeftModel.from_pretrained(DiaForConditionalGeneration.from_pretrained(base[0]), adapter / "final")
+    expected = expected.merge_and_unload().state_dict()
+    got = reloaded.state_dict()
+    assert got.keys() == expected.keys() and all(torch.allclose(got[k], expected[k], atol=1e-6) for k in got)
+    greedy = ["--top_k", "1", "--guidance_scale", "1", "--temperature", "1"]
+    for run in (adapter, merged):
+        assert_ok(generate(run / "final", "[S1] Hi.", "--out", tmp_path / f"{run.name}.wav", *greedy))
+    assert (tmp_path / "adapter.wav").read_bytes() == (tmp_path / "merged.wav").read_bytes()
 
+
+def test_an_adapter_without_its_base(base, tmp_path):
     adapter = tmp_path / "adapter"
     assert_ok(lora_run(adapter, base, "max_steps=1", "save_strategy=no"))
     moved = base[0].rename(base[0].with_name("moved"))

@@ -201,9 +201,12 @@ def save_final(accelerator, model, path: Path, merge_lora: bool = False) -> None
     from tpu_demo.lora import is_lora
 
     unwrapped = accelerator.unwrap_model(model)
-    if is_lora(unwrapped) and merge_lora:
-        unwrapped = unwrapped.merge_and_unload()
-    state_dict = accelerator.get_state_dict(model) if not is_lora(unwrapped) else unwrapped.state_dict()
+    if is_lora(unwrapped):
+        # the adapter's weights, or the merged model's under its own names (not the PEFT wrapper's `base_model.`)
+        unwrapped = unwrapped.merge_and_unload() if merge_lora else unwrapped
+        state_dict = unwrapped.state_dict()
+    else:
+        state_dict = accelerator.get_state_dict(model)
     if accelerator.is_main_process:
         unwrapped.save_pretrained(path, state_dict={k: v.cpu() for k, v in state_dict.items()})
     del state_dict
