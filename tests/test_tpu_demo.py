@@ -29,6 +29,16 @@ def test_data_too_small_for_one_step_is_refused_with_the_numbers(tmp_path, overr
 
 
 @bug_on_unpatched
+def test_per_epoch_evaluation_and_saving_include_the_last_epoch(tmp_path):
+    out = tmp_path / "run"
+    settings = ["synthetic_samples=29", "max_steps=-1", "num_train_epochs=2", "eval_strategy=epoch"]
+    assert_ok(run_demo(out, *settings, "save_strategy=epoch", "logging_steps=1", launcher=False))
+    # 16 training samples, batches of 8: 2 steps an epoch
+    assert [m["step"] for m in metrics(out) if "eval_loss" in m] == [2, 4]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-2", "step-4"]
+
+
+@bug_on_unpatched
 def test_no_held_out_samples_trains_and_saves_without_evaluation(tmp_path):
     result = run_demo(tmp_path / "run", "eval_samples=0", "eval_strategy=no", "max_steps=2", launcher=False)
     assert_ok(result)

@@ -396,6 +396,12 @@ def train(config, overrides=()) -> dict:
             rotate_checkpoints(output_dir, args.save_total_limit)
         counters.mark("save")
 
+    def end_of_epoch():
+        if args.eval_strategy == "epoch":
+            evaluate_and_log()
+        if args.save_strategy == "epoch" and saved_at != progress.step:
+            save()
+
     accelerator.init_trackers("dia_finetune", config={"learning_rate": args.learning_rate, "max_steps": max_steps})
     bar = tqdm(total=max_steps, initial=progress.step, disable=not accelerator.is_local_main_process, desc="train")
     stats, seen = StepStats(accelerator), []
@@ -440,10 +446,10 @@ def train(config, overrides=()) -> dict:
                 break
         else:
             progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
-            if args.eval_strategy == "epoch":
-                evaluate_and_log()
-            if args.save_strategy == "epoch":
-                save()
+            end_of_epoch()
+            continue
+        if not interrupted:  # the last epoch ends with training, as the Trainer ends it
+            end_of_epoch()
     bar.close()
     elapsed = time.perf_counter() - started
 
