@@ -76,3 +76,18 @@ def test_a_batch_of_one_sample_gives_the_models_loss(tmp_path):
     batch = DiaCollator(model.config.delay_pattern, 48, 24, text_dropout=0.0, seed=0)([data[0]])
     with torch.no_grad():
         assert torch.isfinite(model(**{k: batch[k] for k in MODEL_INPUTS}).loss)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [["codebook_weights=[1,0,0,0,0,0,0,0,0]"], ["loss_on_audio_tokens_only=true"]],
+    ids=["codebook_weights", "audio_tokens_only"],
+)
+def test_evaluation_uses_the_training_loss(tmp_path, settings):
+    # with a learning rate of 0 the weights never change: only the loss itself can move the eval loss
+    from tests.demo_utils import assert_ok, run_demo, summary
+
+    common = ["max_steps=1", "learning_rate=0", "eval_strategy=no", "save_strategy=no", "warmup_steps=0"]
+    assert_ok(run_demo(tmp_path / "plain", *common, launcher=False))
+    assert_ok(run_demo(tmp_path / "weighted", *common, *settings, launcher=False))
+    assert summary(tmp_path / "weighted")["eval_loss"] != pytest.approx(summary(tmp_path / "plain")["eval_loss"])

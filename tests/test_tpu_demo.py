@@ -54,7 +54,8 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
     from transformers import DiaForConditionalGeneration
 
     from tpu_demo.data import CodesDataset, DiaCollator
-    from tpu_demo.train import MODEL_INPUTS, per_sample_loss
+    from tpu_demo.loss import CodebookLoss
+    from tpu_demo.train import MODEL_INPUTS
 
     out = tmp_path / "run"
     assert_ok(run_demo(out, "max_steps=60", "eval_strategy=no", "save_steps=20", "save_total_limit=2"))
@@ -77,7 +78,8 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
     batch = DiaCollator(model.config.delay_pattern, 48, 24, text_dropout=0.0, seed=0)(eval_set)
     with torch.no_grad():
         logits = model(**{k: batch[k] for k in MODEL_INPUTS}).logits
-    assert per_sample_loss(logits, batch["labels"], len(eval_set)).mean().item() == pytest.approx(result["eval_loss"])
+    per_sample = CodebookLoss(9).per_sample(logits, batch["labels"], len(eval_set))
+    assert per_sample.mean().item() == pytest.approx(result["eval_loss"])
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly

@@ -21,7 +21,8 @@ class CodebookLoss:
         # the model computes exactly this itself
         self.is_models_own = len(set(weights)) == 1 and not audio_tokens_only
 
-    def __call__(self, logits, labels):
+    def weighted_tokens(self, logits, labels):
+        """Each target's loss and its weight (0 where it does not count)."""
         valid = labels != -100
         if self.audio_tokens_only:
             valid = valid & (labels < AUDIO_EOS)
@@ -29,5 +30,14 @@ class CodebookLoss:
             logits.float().transpose(1, 2), torch.where(valid, labels, 0), reduction="none"
         )
         rows = self.weights.to(logits.device).repeat(labels.shape[0] // len(self.weights))
-        weight = rows[:, None] * valid
+        return token_loss, rows[:, None] * valid
+
+    def __call__(self, logits, labels):
+        token_loss, weight = self.weighted_tokens(logits, labels)
         return (token_loss * weight).sum() / weight.sum().clamp(min=torch.finfo(weight.dtype).tiny)
+
+    def per_sample(self, logits, labels, batch_size: int):
+        """The same loss for each sample of the batch (evaluation gathers them across processes)."""
+        token_loss, weight = self.weighted_tokens(logits, labels)
+        total = (token_loss * weight).reshape(batch_size, -1).sum(-1)
+        return total / weight.reshape(batch_size, -1).sum(-1).clamp(min=torch.finfo(weight.dtype).tiny)

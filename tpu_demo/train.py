@@ -168,17 +168,7 @@ def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, l
     return loss, grad_norm
 
 
-def per_sample_loss(logits, labels, batch_size):
-    """Mean token loss per sample, with masks instead of boolean indexing (fixed shapes on XLA)."""
-    valid = labels != -100
-    token_loss = torch.nn.functional.cross_entropy(
-        logits.float().transpose(1, 2), torch.where(valid, labels, 0), reduction="none"
-    )
-    token_loss = torch.where(valid, token_loss, 0.0).reshape(batch_size, -1).sum(-1)
-    return token_loss / valid.reshape(batch_size, -1).sum(-1).clamp(min=1)
-
-
-def evaluate(accelerator, model, loader):
+def evaluate(accelerator, model, loader, loss_fn):
     if len(loader.dataset) == 0:  # eval_samples: 0
         return {"eval_loss": None, "eval_samples": 0, "eval_indices": []}
     model.eval()
@@ -186,7 +176,7 @@ def evaluate(accelerator, model, loader):
     for batch in loader:
         with torch.no_grad(), forward_precision(accelerator):
             logits = model(**{k: batch[k] for k in MODEL_INPUTS}).logits
-        loss = per_sample_loss(logits, batch["labels"], batch["input_ids"].shape[0])
+        loss = loss_fn.per_sample(logits, batch["labels"], batch["input_ids"].shape[0])
         losses.append(accelerator.gather_for_metrics(loss))
         indices.append(accelerator.gather_for_metrics(torch.tensor(batch["index"], device=accelerator.device)))
     model.train()
@@ -382,7 +372,7 @@ def train(config, overrides=()) -> dict:
         accelerator.print(f"resumed at step {progress.step} (epoch {progress.epoch})")
 
     def evaluate_and_log():
-        log_metrics(accelerator, output_dir, evaluate(accelerator, model, eval_loader), progress.step)
+        log_metrics(accelerator, output_dir, evaluate(accelerator, model, eval_loader, loss_fn), progress.step)
         counters.mark("eval")
 
     saved_at = None  # the step the loop last saved at: the same on every process, unlike a folder on a shared disk
@@ -455,7 +445,7 @@ def train(config, overrides=()) -> dict:
 
     if interrupted and saved_at != progress.step:
         save()
-    final = evaluate(accelerator, model, eval_loader)
+    final = evaluate(accelerator, model, eval_loader, loss_fn)
     counters.mark("eval")
     accelerator.wait_for_everyone()  # every process reaches it; only the main process writes below
     if samples and not interrupted and not (sample_args.sample_every and max_steps % sample_args.sample_every == 0):
