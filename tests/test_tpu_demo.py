@@ -29,6 +29,14 @@ def test_data_too_small_for_one_step_is_refused_with_the_numbers(tmp_path, overr
 
 
 @bug_on_unpatched
+def test_numbers_yaml_reads_as_text_are_numbers(tmp_path):
+    # YAML 1.1 reads `1e-4` as a string: it crashed with a TypeError after the model was built
+    result = run_demo(tmp_path / "run", "learning_rate=1e-3", "max_steps=1", "eval_strategy=no", launcher=False)
+    assert_ok(result)
+    assert metrics(tmp_path / "run")[0]["lr"] <= 1e-3
+
+
+@bug_on_unpatched
 def test_per_epoch_evaluation_and_saving_include_the_last_epoch(tmp_path):
     out = tmp_path / "run"
     settings = ["synthetic_samples=29", "max_steps=-1", "num_train_epochs=2", "eval_strategy=epoch"]
@@ -179,6 +187,8 @@ def test_unpatched_stops_clearly(tmp_path):
         pytest.param(["codebook_weights=[4,1]"], "codebook_weights: 9 non-negative weights", marks=bug_on_unpatched),
         (["data_dir=my/codes"], "data_dir: now `dataset`"),
         (["model_dir=my/dia"], "model_dir: now `model`"),
+        (["learning_rate=fast"], "learning_rate: 'fast' is not a number"),
+        (["max_steps=2.5"], "max_steps: 2.5 is not a whole number"),
     ],
     ids=[
         "unknown_key",
@@ -188,6 +198,8 @@ def test_unpatched_stops_clearly(tmp_path):
         "codebook_weights",
         "old_data_dir",
         "old_model_dir",
+        "not_a_number",
+        "not_a_whole_number",
     ],
 )
 def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):

@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import typing
 from dataclasses import dataclass, field
 
 import yaml
@@ -206,7 +207,32 @@ def parse_all(raw: dict):
     if unknown:
         raise FineTuneError(f"unknown config keys: {', '.join(unknown)}")
     refuse_unused_training_arguments(raw)
-    return HfArgumentParser(ARGUMENT_CLASSES).parse_dict(raw)
+    return HfArgumentParser(ARGUMENT_CLASSES).parse_dict(numbers_typed(raw))
+
+
+def numbers_typed(raw: dict) -> dict:
+    """Numbers written as YAML 1.1 reads them as text (`1e-4`, a string there) become numbers; a value that is none
+    is refused by its key before anything long starts (the dataclasses do not convert, the loop would fail later)."""
+    hints = {}
+    for cls in ARGUMENT_CLASSES:
+        hints.update(typing.get_type_hints(cls))
+    typed = dict(raw)
+    for key, value in raw.items():
+        kinds = [kind for kind in typing.get_args(hints.get(key)) or [hints.get(key)] if kind is not type(None)]
+        if kinds not in ([int], [float]) or value is None:
+            continue
+        number = kinds[0]
+        try:
+            if isinstance(value, bool):
+                raise ValueError
+            typed[key] = number(value) if isinstance(value, str) else value
+            if number is int and isinstance(value, float) and not value.is_integer():
+                raise ValueError
+        except ValueError:
+            raise FineTuneError(
+                f"{key}: {value!r} is not {'a whole number' if number is int else 'a number'}"
+            ) from None
+    return typed
 
 
 def is_default(field_, value) -> bool:
