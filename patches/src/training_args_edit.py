@@ -214,8 +214,8 @@ DYNAMO_PLUGIN_FROM_TRAINER = """        from accelerate.utils import TorchDynamo
 """
 DYNAMO_PLUGIN_FROM_ENVIRONMENT = """        from accelerate.utils import TorchDynamoPlugin
 
-        # The `Trainer`'s `Accelerator` builds it from the variables `__post_init__` sets after the devices, to the
-        # backend asked for (`inductor` when only `torch_compile` or a mode is) and the mode; unset ones stay as they are
+        # The `Trainer`'s `Accelerator` builds it from the variables `__post_init__` sets after the devices: the
+        # backend asked for (`inductor` when only `torch_compile` or a mode is) and the mode; unset ones stay as set
         compiles = self.torch_compile or any(
             setting is not None for setting in (self.torch_compile_backend, self.torch_compile_mode, self.torchdynamo)
         )
