@@ -24,6 +24,24 @@ def test_samples_are_written_at_the_codec_rate_by_the_main_process_only(two_proc
 
 
 @bug_on_unpatched
+def test_a_copied_output_folder_speaks_from_final_and_from_a_checkpoint(two_process_run, tmp_path):
+    # the saved processor referred to its codec by the absolute path it was written at: a copy could not load
+    import shutil
+
+    out, result = two_process_run
+    assert_ok(result)
+    copied = shutil.copytree(out, tmp_path / "elsewhere" / "run")
+    hidden = out.rename(out.with_name("hidden"))  # the original is gone, as on another machine
+    try:
+        for source in ("final", "checkpoints/step-2"):
+            wav = tmp_path / f"{source.replace('/', '-')}.wav"
+            assert_ok(generate(copied / source, "[S1] Hello there.", "--out", wav, cli=True))
+            assert soundfile.info(wav).samplerate == 16000
+    finally:
+        hidden.rename(out)
+
+
+@bug_on_unpatched
 @pytest.mark.parametrize("source", ["final", "checkpoints/step-2"])
 def test_generate_writes_audio_from_final_and_from_a_checkpoint(two_process_run, tmp_path, source):
     out, result = two_process_run
@@ -43,7 +61,7 @@ def test_generate_writes_audio_from_final_and_from_a_checkpoint(two_process_run,
 @pytest.mark.parametrize(
     "case, message",
     [
-        ("no_processor", "no DiaProcessor in"),
+        ("no_processor", "no DiaProcessor transformers can load"),
         ("prompt_without_text", "--audio_prompt and --audio_prompt_text go together"),
         ("missing_prompt", "--audio_prompt /nonexistent.wav does not exist"),
         ("not_a_model", "is not a Dia model folder"),

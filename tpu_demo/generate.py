@@ -22,18 +22,25 @@ from tpu_demo.samples import (
     write_wav,
 )
 
-PROCESSOR_FILE = "processor_config.json"
 
+def find_processor(model_dir: Path, given: str | None):
+    """`--processor`, else the model folder (a run's final/), else the run's processor/ beside its checkpoints: the
+    first that transformers loads a `DiaProcessor` from."""
+    from tpu_demo.prepare import load_processor
 
-def find_processor(model_dir: Path, given: str | None) -> Path:
-    """`--processor`, else the model folder (a run's final/), else the run's processor/ beside its checkpoints."""
     candidates = [Path(given)] if given else [model_dir, model_dir.parent.parent / "processor"]
+    reasons = []
     for folder in candidates:
-        if (folder / PROCESSOR_FILE).is_file():
-            return folder
+        if not folder.is_dir():
+            reasons.append(f"{folder.resolve()} does not exist")
+            continue
+        try:
+            return load_processor(folder)
+        except FineTuneError as error:
+            reasons.append(str(error))
     raise FineTuneError(
-        f"no DiaProcessor in {' or '.join(str(c.resolve()) for c in candidates)}: pass --processor (a run's final/ or "
-        "processor/ folder; a run saves one when it has a `codec`)"
+        f"no DiaProcessor: {'; '.join(reasons)}. Pass --processor (a run's final/ or processor/ folder; a run saves "
+        "one when it has a `codec`)"
     )
 
 
@@ -82,8 +89,6 @@ def main(argv=None) -> int:
 
 
 def generate(args) -> list[tuple[Path, float]]:
-    from transformers import DiaProcessor
-
     from tpu_demo.audio import load_audio
 
     model_dir = Path(args.model_dir)
@@ -91,7 +96,7 @@ def generate(args) -> list[tuple[Path, float]]:
         raise FineTuneError(f"{model_dir} does not exist")
     if bool(args.audio_prompt) != bool(args.audio_prompt_text):
         raise FineTuneError("--audio_prompt and --audio_prompt_text go together: the clip and what is said in it")
-    processor = DiaProcessor.from_pretrained(find_processor(model_dir, args.processor))
+    processor = find_processor(model_dir, args.processor)
     model = load_model(model_dir, args.base_model).to(generation_device())
     texts = check_prompts(args.texts, processor.tokenizer, model.config.encoder_config.max_position_embeddings)
     rate = processor.feature_extractor.sampling_rate

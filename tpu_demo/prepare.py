@@ -81,6 +81,25 @@ def save_processor(codec_name_or_path: str, final_dir) -> None:
     dia_processor(DacModel.from_pretrained(codec_name_or_path)).save_pretrained(final_dir)
 
 
+def load_processor(folder):
+    """The `DiaProcessor` in `folder`, asked of transformers (releases save it under different file names). One that
+    `save_processor` wrote refers to its codec by the path it was written at; where that no longer resolves (the
+    output folder was copied or moved), it is assembled from its parts and the codec copy beside them."""
+    from transformers import DacModel, DiaFeatureExtractor, DiaProcessor, DiaTokenizer
+
+    folder = Path(folder)
+    try:
+        return DiaProcessor.from_pretrained(folder)
+    except (OSError, ValueError) as error:  # also huggingface_hub's HFValidationError for a path that is gone
+        if not (folder / "codec").is_dir():
+            reason = str(error).splitlines()[0]
+            raise FineTuneError(f"{folder}: no DiaProcessor transformers can load ({reason})") from None
+    return DiaProcessor(
+        DiaFeatureExtractor.from_pretrained(folder), DiaTokenizer.from_pretrained(folder),
+        DacModel.from_pretrained(folder / "codec"),
+    )  # fmt: skip
+
+
 def dia_processor(codec):
     """A `DiaProcessor` over `codec` (a `DacModel`): Dia's tokenizer, and a feature extractor at the codec's rate."""
     from transformers import DiaFeatureExtractor, DiaProcessor, DiaTokenizer
