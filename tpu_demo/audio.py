@@ -133,7 +133,7 @@ class Codec:
 
         try:
             self.model = DacModel.from_pretrained(name_or_path).to(device).eval()
-        except OSError as error:
+        except (OSError, ValueError) as error:  # 4.x lets huggingface_hub's HFValidationError through
             raise FineTuneError(f"codec {name_or_path}: not a DacModel folder or reachable hub id ({error})") from None
         config = self.model.config
         self.sampling_rate, self.num_codebooks = config.sampling_rate, config.n_codebooks

@@ -78,6 +78,6 @@ def load_adapter(adapter_dir: Path, base_model: str | None):
         raise FineTuneError(f"{adapter_dir}: its base model {base} is not here: pass --base_model (the Dia it was on)")
     try:
         model = DiaForConditionalGeneration.from_pretrained(base)
-    except OSError as error:
+    except (OSError, ValueError) as error:  # 4.x lets huggingface_hub's HFValidationError through
         raise FineTuneError(f"base model {base}: {str(error).splitlines()[0]}") from None
     return peft.PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()

@@ -89,7 +89,7 @@ def build_model(model_args, attn_implementation=None) -> DiaForConditionalGenera
     keyword = "dtype" if tuple(map(int, transformers.__version__.split(".")[:2])) >= (4, 56) else "torch_dtype"
     try:
         return DiaForConditionalGeneration.from_pretrained(model_args.model, **{keyword: dtype}, **options)
-    except OSError as error:
+    except (OSError, ValueError) as error:  # 4.x lets huggingface_hub's HFValidationError (a ValueError) through
         raise FineTuneError(
             f"model {model_args.model}: not a Dia folder in transformers format, nor a hub id that can be "
             f"reached ({str(error).splitlines()[0]})"
