@@ -207,7 +207,7 @@ def test_two_processes_encode_each_file_once(tmp_path):
     manifest = recordings(tmp_path / "user", count=6)
     codec = tiny_codec(tmp_path / "codec")
     args = [CONFIG, f"dataset={manifest}", f"codec={codec}", f"output_dir={tmp_path / 'run'}", "report_to=none"]
-    result = accelerate_launch(ROOT / "tpu_demo/prepare.py", *args, num_processes=2)
+    result = accelerate_launch(ROOT / "tpu_demo/prepare.py", *args, "too_long=truncate", num_processes=2)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "process 0: 6 samples, 6 encoded, 0 from the cache" in result.stdout
     assert "process 1: 6 samples, 0 encoded, 6 from the cache" in result.stdout
@@ -245,7 +245,29 @@ def test_relative_output_and_cache_folders(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for cache in (None, "codes_cache"):
         raw = {"dataset": str(manifest), "codec": str(codec), "output_dir": "outputs/run", "report_to": "none"}
+        raw["too_long"] = "truncate"  # the clips are longer than the default max_audio_frames
         parts = parse_all({**raw, **({"cache_dir": cache} if cache else {})})
         dataset = training_data(parts[2], tiny_config(), parts[-1].output_dir, 0)
         assert len(dataset) == 3 and dataset[0]["codes"].shape[1] == 9
         assert (tmp_path / (cache or "outputs/run/audio_codes")).is_dir()
+
+
+def test_transcripts_longer_than_the_text_length_are_dropped_and_named(tmp_path):
+    # the collator cut them at max_text_tokens without a word (a dialogue lost its last turn)
+    from tpu_demo.audio import Codec, prepare, read_manifest
+
+    manifest = recordings(tmp_path / "user", count=3)
+    lines = manifest.read_text().splitlines()
+    lines[2] = lines[2].replace("[S1] tone 330", "[S1] tone 330. [S2] and a second turn that does not fit")
+    manifest.write_text("\n".join(lines) + "\n")
+    codec = Codec(str(tiny_codec(tmp_path / "codec")))
+    prepared = prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "drop", max_text_tokens=20)
+    assert [item["row"] for item in prepared.items] == [2, 4] and prepared.encoded == 2  # not even encoded
+    assert "1 dropped as the transcript is longer than max_text_tokens 20 (rows 3)" in prepared.summary()
+
+
+def test_long_audio_is_dropped_by_default():
+    # truncating keeps the clip's first seconds with its whole transcript: words the audio no longer holds
+    from tpu_demo.arguments import DataArguments
+
+    assert DataArguments().too_long == "drop"

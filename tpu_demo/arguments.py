@@ -74,8 +74,12 @@ class DataArguments(CheckedChoices):
         default=None, metadata={"help": "where encoded audio is cached, by content and codec (default: output_dir)"}
     )
     too_long: str = field(
-        default="truncate",
-        metadata={"help": "audio longer than max_audio_frames: truncate or drop", "choices": ["truncate", "drop"]},
+        default="drop",
+        metadata={
+            "help": "audio longer than max_audio_frames: drop, or truncate (its first frames with the whole "
+            "transcript: only where the words fit in them)",
+            "choices": ["drop", "truncate"],
+        },
     )
     synthetic_samples: int = field(default=96, metadata={"help": "how many samples `dataset: synthetic` makes"})
     eval_samples: int = field(default=13, metadata={"help": "samples held out for evaluation (the last ones)"})

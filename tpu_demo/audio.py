@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from transformers import DiaTokenizer
 
 from tpu_demo.errors import FineTuneError
 
@@ -157,6 +158,8 @@ class Prepared:
     cached: int = 0
     truncated: list[int] = field(default_factory=list)
     dropped: list[int] = field(default_factory=list)
+    text_too_long: list[int] = field(default_factory=list)
+    max_text_tokens: int = 0
     stereo: int = 0
 
     def summary(self) -> str:
@@ -167,6 +170,11 @@ class Prepared:
             parts.append(f"{len(self.truncated)} truncated to max_audio_frames (rows {_rows(self.truncated)})")
         if self.dropped:
             parts.append(f"{len(self.dropped)} dropped as longer than max_audio_frames (rows {_rows(self.dropped)})")
+        if self.text_too_long:
+            parts.append(
+                f"{len(self.text_too_long)} dropped as the transcript is longer than max_text_tokens "
+                f"{self.max_text_tokens} (rows {_rows(self.text_too_long)})"
+            )
         return ", ".join(parts)
 
 
@@ -175,18 +183,25 @@ def _rows(numbers) -> str:
     return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
 
 
-def prepare(rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progress=None) -> Prepared:
+def prepare(
+    rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progress=None, max_text_tokens: int | None = None
+) -> Prepared:
     """Codes for every row: read from the cache when this audio was encoded by this codec before, else encoded.
 
     Audio longer than `max_frames` code frames is truncated or dropped (`too_long`) and counted. The cache holds
-    full encodings, so changing the maximum never needs a new encoding.
+    full encodings, so changing the maximum never needs a new encoding. A transcript longer than `max_text_tokens`
+    would be cut: its row is dropped, before encoding, and counted.
     """
     if too_long not in ("truncate", "drop"):
         raise FineTuneError(f"too_long: {too_long!r} is not one of truncate, drop")
     cache = Path(cache_dir) / codec.fingerprint
     cache.mkdir(parents=True, exist_ok=True)
-    result = Prepared(items=[])
+    result = Prepared(items=[], max_text_tokens=max_text_tokens or 0)
+    tokenizer = DiaTokenizer() if max_text_tokens else None
     for row in progress(rows) if progress else rows:
+        if tokenizer is not None and len(tokenizer(row.prompt)["input_ids"]) > max_text_tokens:
+            result.text_too_long.append(row.row)
+            continue
         content = row.content()  # read once: it keys the cache and, when not cached, is decoded
         target = cache / f"{hashlib.sha256(content).hexdigest()}.pt"
         if target.is_file():

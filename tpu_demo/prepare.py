@@ -59,7 +59,9 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
     cache_dir = Path(data_args.cache_dir or Path(output_dir) / "audio_codes")
     progress = (lambda it: tqdm(it, desc="encoding audio", unit="file")) if state.is_main_process else None
     with state.main_process_first():
-        prepared = prepare(rows, codec, cache_dir, data_args.max_audio_frames, data_args.too_long, progress)
+        prepared = prepare(
+            rows, codec, cache_dir, data_args.max_audio_frames, data_args.too_long, progress, data_args.max_text_tokens
+        )
     print(f"tpu_demo: process {state.process_index}: {prepared.summary()}", flush=True)
     description = f"{source}: {prepared.summary()}"
     return CodesDataset(cache_dir, items=prepared.items, num_channels=channels, description=description)
