@@ -23,6 +23,8 @@ from accelerate.state import AcceleratorState, GradientState
 from transformers import Trainer, TrainingArguments
 from transformers.utils import logging
 
+from harness.differential_worker import DATA, Regression
+
 logging.set_verbosity_error()
 IN_RANKS = ("torchrun", "accelerate")  # the launcher starts this file in every process
 FROM_PARENT = ("notebook", "debug", "fork")  # this file starts the processes
@@ -34,19 +36,6 @@ MAKERS = {
 }
 ARGUMENTS = {"args()": {}, "args(use_cpu)": {"use_cpu": True}, "args(bf16)": {"use_cpu": True, "bf16": True}}
 OTHERS = ("replace(use_cpu)", "train", "use first accelerator")
-
-
-class Regression(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(1, 1)
-
-    def forward(self, input_x, labels=None):
-        y = self.linear(input_x)
-        return {"loss": torch.nn.functional.mse_loss(y, labels), "logits": y}
-
-
-DATA = [{"input_x": torch.tensor([float(i)]), "labels": torch.tensor([2.0 * i + 3])} for i in range(8)]
 
 
 def describe_state(state) -> str:
