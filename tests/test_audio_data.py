@@ -271,3 +271,27 @@ def test_long_audio_is_dropped_by_default():
     from tpu_demo.arguments import DataArguments
 
     assert DataArguments().too_long == "drop"
+
+
+def test_a_clip_too_short_to_encode_names_its_row_and_a_silent_one_is_named(tmp_path):
+    from tpu_demo.audio import Codec, prepare, read_manifest
+
+    manifest = recordings(tmp_path / "user", count=3)
+    soundfile.write(tmp_path / "user/clips/01.wav", np.zeros(8820, dtype=np.float32), 22050)  # 0.4 s of silence
+    codec = Codec(str(tiny_codec(tmp_path / "codec")))
+    prepared = prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")
+    assert "1 silent (rows 3: check the recordings)" in prepared.summary()
+    soundfile.write(tmp_path / "user/clips/00.wav", tone(0.005, 22050, 220.0), 22050)  # 5 ms
+    with pytest.raises(FineTuneError, match=r"row 2: .*00.wav: 0.005 s of audio is too short for the codec"):
+        prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")
+
+
+def test_a_datasets_folder_without_the_package_names_what_to_install(tmp_path, monkeypatch):
+    import sys
+
+    from tpu_demo.audio import read_saved_dataset
+
+    monkeypatch.setitem(sys.modules, "datasets", None)  # as if it were not installed
+    (tmp_path / "dataset_info.json").write_text("{}")
+    with pytest.raises(FineTuneError, match="reading it needs the datasets package"):
+        read_saved_dataset(tmp_path)

@@ -78,7 +78,13 @@ def read_manifest(path) -> list[ManifestRow]:
 
 def read_saved_dataset(folder: Path) -> list[ManifestRow]:
     """The rows of a `datasets` folder written by `save_to_disk` (its `train` split if it holds several)."""
-    import datasets
+    try:
+        import datasets
+    except ImportError:
+        raise FineTuneError(
+            f"{folder} is a `datasets` folder: reading it needs the datasets package (pip install datasets, or the "
+            "fine-tuner's `datasets` extra)"
+        ) from None
 
     loaded = datasets.load_from_disk(str(folder))
     if isinstance(loaded, datasets.DatasetDict):
@@ -126,6 +132,9 @@ def load_audio(path, sampling_rate: int, data: bytes | None = None):
     return mono, channels
 
 
+SILENCE = 1e-4  # peak amplitude below which a clip holds nothing audible
+
+
 class Codec:
     """A `DacModel` from a local folder (or a hub id when the hub is reachable), with a fingerprint for the cache."""
 
@@ -159,6 +168,7 @@ class Prepared:
     truncated: list[int] = field(default_factory=list)
     dropped: list[int] = field(default_factory=list)
     text_too_long: list[int] = field(default_factory=list)
+    silent: list[int] = field(default_factory=list)  # kept, but named: usually a recording that failed
     max_text_tokens: int = 0
     stereo: int = 0
 
@@ -170,6 +180,8 @@ class Prepared:
             parts.append(f"{len(self.truncated)} truncated to max_audio_frames (rows {_rows(self.truncated)})")
         if self.dropped:
             parts.append(f"{len(self.dropped)} dropped as longer than max_audio_frames (rows {_rows(self.dropped)})")
+        if self.silent:
+            parts.append(f"{len(self.silent)} silent (rows {_rows(self.silent)}: check the recordings)")
         if self.text_too_long:
             parts.append(
                 f"{len(self.text_too_long)} dropped as the transcript is longer than max_text_tokens "
@@ -213,7 +225,16 @@ def prepare(
             except FineTuneError as error:  # name the row too: the user fixes the manifest, not the file name
                 raise FineTuneError(f"row {row.row}: {error}") from None
             result.stereo += channels > 1
-            codes = codec.encode(samples)
+            if float(abs(samples).max()) < SILENCE:
+                result.silent.append(row.row)
+            try:
+                codes = codec.encode(samples)
+            except RuntimeError as error:  # a clip shorter than the codec's receptive field
+                seconds = len(samples) / codec.sampling_rate
+                raise FineTuneError(
+                    f"row {row.row}: {row.audio}: {seconds:.3f} s of audio is too short for the codec to encode "
+                    f"({str(error).splitlines()[0][:120]})"
+                ) from None
             partial = target.with_suffix(".tmp")
             torch.save(codes, partial)
             partial.replace(target)  # whole or absent: an interrupted encoding leaves nothing half-written
