@@ -95,10 +95,15 @@ def observe(python: str, batch: list[list[str]]) -> list[list[str]]:
     return [json.loads(line) for line in lines]
 
 
+def is_fix(mine: str, theirs: str) -> bool:
+    """The published release cleared the state under a live object (which may then fail its own way)."""
+    return CLEARED in theirs and CLEARED not in mine
+
+
 def classify(program: list[str], step: int, patched: dict, published: dict) -> str:
     mine, theirs = patched["observed"][step], published["observed"][step]
-    if CLEARED in theirs and CLEARED not in mine:
-        return "fix"  # the published release cleared the state under a live object (which may then fail its own way)
+    if is_fix(mine, theirs):
+        return "fix"
     if is_maker(program[step]) and patched["existing"][step] and not published["existing"][step]:
         # the published release had discarded the state: a later Accelerator now shares it (or is refused a
         # change), as accelerate does without transformers in between; see the patch's commit message
@@ -154,7 +159,7 @@ def observe_launched(python: str, launchers: tuple[str, ...], programs_: list[st
 
 
 def classify_launched(program: str, step: int, mine: str, theirs: str) -> str:
-    if CLEARED in theirs and mine.startswith("ok"):
+    if is_fix(mine, theirs):
         return "fix"
     parent = program.partition("|")[0].split(";")
     if mine.startswith(REFUSED_LAUNCH) and any(s.strip().startswith("Accelerator(") for s in parent):

@@ -26,8 +26,7 @@ from transformers.utils import logging
 from harness.differential_worker import DATA, Regression
 
 logging.set_verbosity_error()
-IN_RANKS = ("torchrun", "accelerate")  # the launcher starts this file in every process
-FROM_PARENT = ("notebook", "debug", "fork")  # this file starts the processes
+IN_RANKS = ("torchrun", "accelerate")  # the launcher starts this file in every process; the others fork from it
 MAKERS = {
     "Accelerator()": lambda: Accelerator(),
     "Accelerator(cpu)": lambda: Accelerator(cpu=True),
@@ -35,7 +34,6 @@ MAKERS = {
     "PartialState()": lambda: PartialState(),
 }
 ARGUMENTS = {"args()": {}, "args(use_cpu)": {"use_cpu": True}, "args(bf16)": {"use_cpu": True, "bf16": True}}
-OTHERS = ("replace(use_cpu)", "train", "use first accelerator")
 
 
 def describe_state(state) -> str:

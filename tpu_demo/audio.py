@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from transformers import DiaTokenizer
 
-from tpu_demo.errors import FineTuneError
+from tpu_demo.errors import LOAD_ERRORS, FineTuneError
 
 
 @dataclass
@@ -143,7 +143,7 @@ class Codec:
 
         try:
             self.model = DacModel.from_pretrained(name_or_path).to(device).eval()
-        except (OSError, ValueError) as error:  # 4.x lets huggingface_hub's HFValidationError through
+        except LOAD_ERRORS as error:
             raise FineTuneError(f"codec {name_or_path}: not a DacModel folder or reachable hub id ({error})") from None
         config = self.model.config
         self.sampling_rate, self.num_codebooks = config.sampling_rate, config.n_codebooks

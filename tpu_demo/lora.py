@@ -4,7 +4,7 @@ accelerate's save/load hooks), `merge_lora` exports merged weights, and `generat
 import json
 from pathlib import Path
 
-from tpu_demo.errors import FineTuneError
+from tpu_demo.errors import LOAD_ERRORS, FineTuneError
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 
@@ -78,6 +78,6 @@ def load_adapter(adapter_dir: Path, base_model: str | None):
         raise FineTuneError(f"{adapter_dir}: its base model {base} is not here: pass --base_model (the Dia it was on)")
     try:
         model = DiaForConditionalGeneration.from_pretrained(base)
-    except (OSError, ValueError) as error:  # 4.x lets huggingface_hub's HFValidationError through
+    except LOAD_ERRORS as error:
         raise FineTuneError(f"base model {base}: {str(error).splitlines()[0]}") from None
     return peft.PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()

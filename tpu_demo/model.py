@@ -5,7 +5,7 @@ import transformers
 from transformers import DacConfig, DiaConfig, DiaForConditionalGeneration
 from transformers.models.dia.configuration_dia import DiaDecoderConfig, DiaEncoderConfig
 
-from tpu_demo.errors import FineTuneError
+from tpu_demo.errors import LOAD_ERRORS, FineTuneError
 
 DELAY_PATTERN = [0, 8, 9, 10, 11, 12, 13, 14, 15]
 
@@ -89,7 +89,7 @@ def build_model(model_args, attn_implementation=None) -> DiaForConditionalGenera
     keyword = "dtype" if tuple(map(int, transformers.__version__.split(".")[:2])) >= (4, 56) else "torch_dtype"
     try:
         return DiaForConditionalGeneration.from_pretrained(model_args.model, **{keyword: dtype}, **options)
-    except (OSError, ValueError) as error:  # 4.x lets huggingface_hub's HFValidationError (a ValueError) through
+    except LOAD_ERRORS as error:
         raise FineTuneError(
             f"model {model_args.model}: not a Dia folder in transformers format, nor a hub id that can be "
             f"reached ({str(error).splitlines()[0]})"

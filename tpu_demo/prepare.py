@@ -15,7 +15,7 @@ from accelerate.utils import parse_flag_from_env
 from tqdm.auto import tqdm
 
 from tpu_demo.data import CodesDataset, write_synthetic
-from tpu_demo.errors import FineTuneError
+from tpu_demo.errors import LOAD_ERRORS, FineTuneError
 
 
 def codec_matches_model(codec, model_config, model=None) -> None:
@@ -92,7 +92,7 @@ def load_processor(folder):
     folder = Path(folder)
     try:
         return DiaProcessor.from_pretrained(folder)
-    except (OSError, ValueError) as error:  # also huggingface_hub's HFValidationError for a path that is gone
+    except LOAD_ERRORS as error:
         if not (folder / "codec").is_dir():
             reason = str(error).splitlines()[0]
             raise FineTuneError(f"{folder}: no DiaProcessor transformers can load ({reason})") from None
