@@ -1,10 +1,10 @@
 """Dia from a local directory of real weights, or a tiny random one built from a config (no hub needed)."""
 
 import torch
-import transformers
 from transformers import DacConfig, DiaConfig, DiaForConditionalGeneration
 from transformers.models.dia.configuration_dia import DiaDecoderConfig, DiaEncoderConfig
 
+from tpu_demo.compat import dtype_keyword
 from tpu_demo.errors import LOAD_ERRORS, FineTuneError
 
 DELAY_PATTERN = [0, 8, 9, 10, 11, 12, 13, 14, 15]
@@ -85,10 +85,8 @@ def build_model(model_args, attn_implementation=None) -> DiaForConditionalGenera
         config = tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers)
         return DiaForConditionalGeneration._from_config(config, **options)
     dtype = getattr(torch, model_args.dtype)
-    # transformers renamed `torch_dtype` to `dtype` in 4.56
-    keyword = "dtype" if tuple(map(int, transformers.__version__.split(".")[:2])) >= (4, 56) else "torch_dtype"
     try:
-        return DiaForConditionalGeneration.from_pretrained(model_args.model, **{keyword: dtype}, **options)
+        return DiaForConditionalGeneration.from_pretrained(model_args.model, **{dtype_keyword(): dtype}, **options)
     except LOAD_ERRORS as error:
         raise FineTuneError(
             f"model {model_args.model}: not a Dia folder in transformers format, nor a hub id that can be "
