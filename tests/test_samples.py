@@ -65,6 +65,8 @@ def test_generate_writes_audio_from_final_and_from_a_checkpoint(two_process_run,
         ("prompt_without_text", "--audio_prompt and --audio_prompt_text go together"),
         ("missing_prompt", "--audio_prompt /nonexistent.wav does not exist"),
         ("not_a_model", "is not a Dia model folder"),
+        ("cold", "temperature 0.5: transformers' Dia generation raises a temperature below 1 to 1"),
+        ("no_candidate", "top_k 0: keep at least 1 candidate (1: greedy decoding)"),
     ],
 )
 def test_generate_refuses_bad_input_clearly(two_process_run, tmp_path, case, message):
@@ -75,6 +77,8 @@ def test_generate_refuses_bad_input_clearly(two_process_run, tmp_path, case, mes
         "prompt_without_text": [out / "final", "x", "--audio_prompt", out / "samples/step-2/prompt-1.wav"],
         "missing_prompt": [out / "final", "x", "--audio_prompt", "/nonexistent.wav", "--audio_prompt_text", "y"],
         "not_a_model": [out / "samples", "x", "--processor", out / "final"],
+        "cold": [out / "final", "x", "--temperature", "0.5"],
+        "no_candidate": [out / "final", "x", "--top_k", "0"],
     }[case]
     generated = generate(*args, "--out", tmp_path / "x.wav")
     assert generated.returncode == 2 and message in generated.stderr and "Traceback" not in generated.stderr
@@ -97,6 +101,7 @@ def test_prompt_longer_than_the_text_length_is_named():
         ({"sample_every": 5}, "sample_every: set, but there are no sample_prompts"),
         ({"guidance_scale": 2.0}, "guidance_scale: set, but there are no sample_prompts"),
         ({"sample_prompts": ["hi"]}, "sample_prompts: needs `codec`"),
+        ({"temperature": 0.7}, "temperature 0.7: transformers' Dia generation raises a temperature below 1 to 1"),
     ],
 )
 def test_sampling_settings_are_not_accepted_and_ignored(settings, message):
@@ -104,7 +109,7 @@ def test_sampling_settings_are_not_accepted_and_ignored(settings, message):
     from tpu_demo.errors import FineTuneError
     from tpu_demo.train import sample_writer
 
-    with pytest.raises(FineTuneError, match=message):
+    with pytest.raises(FineTuneError, match=message):  # when the config is read, before the model loads
         sample_writer(None, SampleArguments(**settings), DataArguments(), None, "unused", 0)
 
 

@@ -104,6 +104,18 @@ class LossArguments:
     )
 
 
+def check_sampling(overrides: dict) -> None:
+    """Refuses what transformers' Dia generation would change without a word."""
+    temperature, top_k = overrides.get("temperature"), overrides.get("top_k")
+    if temperature is not None and temperature < 1:
+        raise FineTuneError(
+            f"temperature {temperature}: transformers' Dia generation raises a temperature below 1 to 1; use 1 or "
+            "more, or top_k 1 for greedy decoding"
+        )
+    if top_k is not None and top_k < 1:
+        raise FineTuneError(f"top_k {top_k}: keep at least 1 candidate (1: greedy decoding)")
+
+
 @dataclass
 class SampleArguments:
     sample_prompts: list[str] | None = field(
@@ -119,7 +131,10 @@ class SampleArguments:
     )
     temperature: float | None = field(default=None, metadata={"help": "default: the model's, else 1.8"})
     top_p: float | None = field(default=None, metadata={"help": "default: the model's, else 0.90"})
-    top_k: int | None = field(default=None, metadata={"help": "default: the model's, else 45"})
+    top_k: int | None = field(default=None, metadata={"help": "default: the model's, else 45; 1: greedy decoding"})
+
+    def __post_init__(self):
+        check_sampling(self.sampling_overrides())  # now, not when the first sample is due
 
     def sampling_overrides(self) -> dict:
         return {"guidance_scale": self.guidance_scale, "temperature": self.temperature, "top_p": self.top_p,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from tpu_demo.arguments import check_sampling
 from tpu_demo.errors import FineTuneError
 from tpu_demo.samples import (
     DIA_SAMPLING,
@@ -76,7 +77,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max_new_tokens", type=int, default=1720, help="audio frames at most (86 per second)")
     parser.add_argument("--seed", type=int, default=0)
     for key, default in DIA_SAMPLING.items():
-        parser.add_argument(f"--{key}", type=type(default), help=f"default: the model's, else {default}")
+        greedy = "; 1: greedy decoding" if key == "top_k" else ""
+        parser.add_argument(f"--{key}", type=type(default), help=f"default: the model's, else {default}{greedy}")
     args = parser.parse_args(argv)
     try:
         written = generate(args)
@@ -94,6 +96,8 @@ def generate(args) -> list[tuple[Path, float]]:
     model_dir = Path(args.model_dir)
     if not model_dir.is_dir():
         raise FineTuneError(f"{model_dir} does not exist")
+    overrides = {key: getattr(args, key) for key in DIA_SAMPLING}
+    check_sampling(overrides)
     if bool(args.audio_prompt) != bool(args.audio_prompt_text):
         raise FineTuneError("--audio_prompt and --audio_prompt_text go together: the clip and what is said in it")
     processor = find_processor(model_dir, args.processor)
@@ -105,7 +109,6 @@ def generate(args) -> list[tuple[Path, float]]:
         if not Path(args.audio_prompt).is_file():
             raise FineTuneError(f"--audio_prompt {args.audio_prompt} does not exist")
         prompt, _ = load_audio(args.audio_prompt, rate)
-    overrides = {key: getattr(args, key) for key in ("guidance_scale", "temperature", "top_p", "top_k")}
     torch.manual_seed(args.seed)
     audio = generate_audio(
         model, processor, texts, args.max_new_tokens, generation_settings(model, overrides), prompt,

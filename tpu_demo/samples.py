@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from tpu_demo.arguments import check_sampling
 from tpu_demo.data import AUDIO_BOS, AUDIO_PAD
 from tpu_demo.errors import FineTuneError
 
@@ -32,11 +33,19 @@ def prompt_text(item) -> str:
 
 
 def generation_settings(model, overrides: dict) -> dict:
-    """Sampling settings: given ones, else the model's generation config, else Dia's published defaults."""
+    """Sampling settings: given ones, else the model's generation config, else Dia's published defaults. `top_k` 1
+    is greedy decoding (the most likely code at each step, after guidance)."""
+    check_sampling(overrides)
     settings = {"do_sample": True}
     for key, default in DIA_SAMPLING.items():
         own = getattr(model.generation_config, key, None)
         settings[key] = overrides.get(key) if overrides.get(key) is not None else own if own is not None else default
+    if settings["top_k"] == 1:
+        # Not sampling with top_k 1: transformers' guidance keeps the top_k candidates (on a trained Dia only EOS on
+        # channels 1-8), its EOS filter then removes that one, and sampling meets NaN probabilities.
+        return {"do_sample": False, "guidance_scale": settings["guidance_scale"]} | dict.fromkeys(
+            ("temperature", "top_p", "top_k")
+        )
     return settings
 
 
@@ -77,13 +86,14 @@ def write_wav(path: Path, audio, sampling_rate: int) -> None:
 
 
 @torch.no_grad()
-def generate_audio(model, processor, texts, max_new_tokens: int, settings: dict, audio_prompt=None, prompt_text=""):
-    """Audio (one 1-D tensor per text) from `model`, optionally continuing `audio_prompt` spoken as `prompt_text`."""
+def generate_codes(model, processor, texts, max_new_tokens: int, settings: dict, audio_prompt=None, prompt_text=""):
+    """Generated codes (batch, frames, channels, the delay reverted) and the audio prompt's length in frames (None
+    without one), optionally continuing `audio_prompt` spoken as `prompt_text`."""
     device = next(model.parameters()).device
     if audio_prompt is None:
         inputs = processor(text=texts, padding=True, return_tensors="pt")
     else:
-        texts = [f"{prompt_text} {text}" for text in texts]
+        texts = [" ".join(part for part in (prompt_text, text) if part) for text in texts]
         rate = processor.feature_extractor.sampling_rate
         inputs = processor(
             text=texts, audio=[audio_prompt] * len(texts), sampling_rate=rate, padding=True, return_tensors="pt"
@@ -98,7 +108,29 @@ def generate_audio(model, processor, texts, max_new_tokens: int, settings: dict,
     prompt_len = None
     if audio_prompt is not None:
         prompt_len = processor.get_audio_prompt_len(inputs["decoder_attention_mask"])
-    return [decode(processor, row[None], prompt_len) for row in codes.cpu()]
+    return codes.cpu(), prompt_len
+
+
+def generate_audio(model, processor, texts, max_new_tokens: int, settings: dict, audio_prompt=None, prompt_text=""):
+    """Audio (one 1-D tensor per text) from `model`, optionally continuing `audio_prompt` spoken as `prompt_text`."""
+    codes, prompt_len = generate_codes(model, processor, texts, max_new_tokens, settings, audio_prompt, prompt_text)
+    return [decode(processor, row[None], prompt_len) for row in codes]
+
+
+def spoken_codes(codes, delay_pattern, prompt_len=None) -> torch.Tensor:
+    """The (frames, channels) codes a generated row (frames, channels, as `generate` returns it) says, as
+    `DiaProcessor.batch_decode` cuts them for the codec: the delay reverted, after BOS (or the audio prompt), before
+    EOS and the padding after it."""
+    from transformers import DiaProcessor
+
+    frames, channels = codes.shape
+    start = prompt_len if prompt_len is not None else int((codes[:, 0] == AUDIO_BOS).sum())
+    end = frames - int((codes[:, 0] == AUDIO_PAD).sum()) - 1
+    indices = DiaProcessor.build_indices(
+        bsz=1, seq_len=frames, num_channels=channels, delay_pattern=delay_pattern, revert=True
+    )
+    reverted = DiaProcessor.apply_audio_delay(codes[None], pad_token_id=-1, bos_token_id=-1, precomputed_idx=indices)
+    return reverted[0, start:end]
 
 
 def decode(processor, codes, prompt_len):
