@@ -57,7 +57,7 @@ def snapshot(folder: Path) -> dict:
 
 
 def test_manifest_rows_language_tags_and_json_lines(tmp_path):
-    from tpu_demo.audio import read_manifest
+    from tpu_demo.layouts import read_manifest
 
     manifest = recordings(tmp_path / "user", count=3, language=["de", ""], speaker=["anna"])
     rows = read_manifest(manifest)
@@ -80,7 +80,7 @@ def test_manifest_rows_language_tags_and_json_lines(tmp_path):
     ids=["missing_column", "missing_transcript", "missing_file", "empty"],
 )
 def test_manifest_errors_name_the_row(tmp_path, content, message):
-    from tpu_demo.audio import read_manifest
+    from tpu_demo.layouts import read_manifest
 
     recordings(tmp_path / "user", count=2)
     manifest = tmp_path / "user/bad.csv"
@@ -103,7 +103,8 @@ def test_bad_audio_names_the_file(tmp_path, content, message):
 
 
 def test_unreadable_audio_in_a_manifest_names_row_and_file(tmp_path):
-    from tpu_demo.audio import Codec, prepare, read_manifest
+    from tpu_demo.audio import Codec, prepare
+    from tpu_demo.layouts import read_manifest
 
     manifest = recordings(tmp_path / "user", count=3)
     (tmp_path / "user/clips/01.wav").write_bytes(b"not audio")
@@ -113,7 +114,8 @@ def test_unreadable_audio_in_a_manifest_names_row_and_file(tmp_path):
 
 
 def test_audio_is_encoded_once_then_read_from_the_cache(tmp_path):
-    from tpu_demo.audio import Codec, prepare, read_manifest
+    from tpu_demo.audio import Codec, prepare
+    from tpu_demo.layouts import read_manifest
 
     rows = read_manifest(recordings(tmp_path / "user", count=6))
     codec = Codec(str(tiny_codec(tmp_path / "codec")))
@@ -127,7 +129,8 @@ def test_audio_is_encoded_once_then_read_from_the_cache(tmp_path):
 
 
 def test_too_long_audio_is_truncated_or_dropped_and_counted(tmp_path):
-    from tpu_demo.audio import Codec, prepare, read_manifest
+    from tpu_demo.audio import Codec, prepare
+    from tpu_demo.layouts import read_manifest
 
     rows = read_manifest(recordings(tmp_path / "user", count=3))  # 50, 56 and 62 frames
     codec = Codec(str(tiny_codec(tmp_path / "codec")))
@@ -254,7 +257,8 @@ def test_relative_output_and_cache_folders(tmp_path, monkeypatch):
 
 def test_transcripts_longer_than_the_text_length_are_dropped_and_named(tmp_path):
     # the collator cut them at max_text_tokens without a word (a dialogue lost its last turn)
-    from tpu_demo.audio import Codec, prepare, read_manifest
+    from tpu_demo.audio import Codec, prepare
+    from tpu_demo.layouts import read_manifest
 
     manifest = recordings(tmp_path / "user", count=3)
     lines = manifest.read_text().splitlines()
@@ -274,7 +278,8 @@ def test_long_audio_is_dropped_by_default():
 
 
 def test_a_clip_too_short_to_encode_names_its_row_and_a_silent_one_is_named(tmp_path):
-    from tpu_demo.audio import Codec, prepare, read_manifest
+    from tpu_demo.audio import Codec, prepare
+    from tpu_demo.layouts import read_manifest
 
     manifest = recordings(tmp_path / "user", count=3)
     soundfile.write(tmp_path / "user/clips/01.wav", np.zeros(8820, dtype=np.float32), 22050)  # 0.4 s of silence

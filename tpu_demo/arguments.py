@@ -63,8 +63,16 @@ class DataArguments(CheckedChoices):
     dataset: str = field(
         default="synthetic",
         metadata={
-            "help": "a manifest of recordings (CSV or JSON lines: audio, text[, speaker, language]), a folder of "
-            "pre-computed codes (metadata.jsonl), or `synthetic` (written under output_dir)"
+            "help": "recordings: a manifest (CSV, |-separated or JSON lines with audio and text columns, LJSpeech, "
+            "an audiofolder) or its folder, or a `datasets` folder; a folder of pre-computed codes (metadata.jsonl); "
+            "or `synthetic` (written under output_dir)"
+        },
+    )
+    audio_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "the folder a manifest's audio paths are relative to (default: the manifest's folder; LJSpeech: "
+            "its wavs/)"
         },
     )
     codec: str | None = field(

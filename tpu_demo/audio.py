@@ -1,14 +1,12 @@
 """Users' recordings to Dia audio codes: a manifest in, DAC codes out, cached by audio content and codec.
 
-A manifest is a CSV with the columns `audio` and `text` (optional `speaker`, `language`), or JSON lines with the same
-keys; audio paths are relative to the manifest. A `datasets` folder written by `save_to_disk` (an `Audio` column
-`audio` and a `text` column) works too; its audio is read from the stored bytes, never decoded by `datasets`.
-WAV and FLAC at any rate, mono or stereo (downmixed), are resampled
-to the codec's rate (soxr) and encoded with a transformers `DacModel`. A `language` becomes a `[xx]` tag at the start
-of the text; `speaker` is kept for the user's own bookkeeping and not used in training.
+Manifests in the layouts users have are read by `tpu_demo.layouts`. A `datasets` folder written by `save_to_disk`
+(an `Audio` column `audio` and a `text` column) works too; its audio is read from the stored bytes, never decoded by
+`datasets`. WAV, FLAC, MP3 and OGG at any rate, mono or stereo (downmixed), are resampled to the codec's rate (soxr)
+and encoded with a transformers `DacModel`. A `language` becomes a `[xx]` tag at the start of the text; `speaker` is
+kept for the user's own bookkeeping and not used in training.
 """
 
-import csv
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -35,45 +33,6 @@ class ManifestRow:
     @property
     def prompt(self) -> str:
         return f"[{self.language}] {self.text}" if self.language else self.text
-
-
-def read_manifest(path) -> list[ManifestRow]:
-    """Every row of a CSV or JSON-lines manifest; a missing column, transcript or audio file names the row."""
-    path = Path(path)
-    if not path.is_file():
-        raise FineTuneError(f"dataset manifest {path} does not exist")
-    if path.suffix.lower() in (".jsonl", ".json"):
-        records = []
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if line.strip():
-                try:
-                    records.append((number, json.loads(line)))
-                except json.JSONDecodeError as error:
-                    raise FineTuneError(f"{path}, line {number}: not JSON ({error.msg})") from None
-    else:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            missing = {"audio", "text"} - set(reader.fieldnames or ())
-            if missing:
-                columns = "audio, text[, speaker, language]"
-                raise FineTuneError(f"{path}: no column {', '.join(sorted(missing))} (columns: {columns})")
-            records = [(number, record) for number, record in enumerate(reader, 2)]  # line 1 is the header
-    rows = []
-    for number, record in records:
-        where = f"{path}, row {number}"
-        audio, text = (record.get("audio") or "").strip(), (record.get("text") or "").strip()
-        if not audio:
-            raise FineTuneError(f"{where}: no audio file")
-        if not text:
-            raise FineTuneError(f"{where} ({audio}): missing transcript")
-        audio_path = (path.parent / audio).resolve()
-        if not audio_path.is_file():
-            raise FineTuneError(f"{where}: audio file {audio_path} does not exist")
-        speaker, language = record.get("speaker") or None, record.get("language") or None
-        rows.append(ManifestRow(number, audio_path, text, speaker, language))
-    if not rows:
-        raise FineTuneError(f"{path}: no rows")
-    return rows
 
 
 def read_saved_dataset(folder: Path) -> list[ManifestRow]:

@@ -37,23 +37,32 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
     state = PartialState()
     channels = model_config.decoder_config.num_channels
     source = data_args.dataset
+    path = Path(source)
+    saved_dataset = (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file()
+    if data_args.audio_dir and (source == "synthetic" or saved_dataset or codes_folder(path)):
+        raise FineTuneError(f"audio_dir: set, but dataset {source} is not a manifest of recordings")
     if source == "synthetic":
         folder = Path(output_dir) / "synthetic"
         with state.main_process_first():
             if state.is_main_process and not (folder / "metadata.jsonl").is_file():
                 write_synthetic(folder, data_args.synthetic_samples, num_channels=channels, seed=seed)
         return CodesDataset(folder, num_channels=channels)
-    path = Path(source)
-    saved_dataset = (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file()
-    if path.is_dir() and not saved_dataset:
+    if codes_folder(path):
         return CodesDataset(path, num_channels=channels)
     if not path.exists():
         raise FineTuneError(f"dataset {source}: no such manifest or folder (or use `dataset: synthetic`)")
+    from tpu_demo.audio import Codec, prepare, read_saved_dataset
+    from tpu_demo.layouts import read_recordings
+
+    if saved_dataset:
+        layout, rows = f"{path}: a `datasets` folder", read_saved_dataset(path)
+    else:
+        recordings = read_recordings(path, data_args.audio_dir)
+        layout, rows = recordings.layout, recordings.rows
+    if state.is_main_process:
+        print(f"tpu_demo: dataset {layout}: {len(rows)} recordings", flush=True)
     if not data_args.codec:
         raise FineTuneError(f"dataset {source} holds recordings: set `codec` to a DacModel folder or hub id")
-    from tpu_demo.audio import Codec, prepare, read_manifest, read_saved_dataset
-
-    rows = read_saved_dataset(path) if saved_dataset else read_manifest(path)
     codec = Codec(data_args.codec)
     codec_matches_model(codec, model_config, model)
     cache_dir = Path(data_args.cache_dir or Path(output_dir) / "audio_codes")
@@ -65,6 +74,18 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
     print(f"tpu_demo: process {state.process_index}: {prepared.summary()}", flush=True)
     description = f"{source}: {prepared.summary()}"
     return CodesDataset(cache_dir, items=prepared.items, num_channels=channels, description=description)
+
+
+def codes_folder(path: Path) -> bool:
+    """A folder of pre-computed codes: its metadata.jsonl lists code files (an audiofolder's lists recordings)."""
+    metadata = path / "metadata.jsonl"
+    if not metadata.is_file():
+        return False
+    first = next((line for line in metadata.read_text().splitlines() if line.strip()), "{}")
+    try:
+        return "file" in json.loads(first)
+    except json.JSONDecodeError:
+        return True  # CodesDataset names the bad line
 
 
 def save_processor(codec_name_or_path: str, final_dir) -> None:
