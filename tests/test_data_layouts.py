@@ -145,3 +145,29 @@ def test_audio_dir_is_refused_where_nothing_reads_it(tmp_path):
 
     with pytest.raises(FineTuneError, match="audio_dir: set, but dataset synthetic is not a manifest of recordings"):
         training_data(DataArguments(audio_dir=str(tmp_path)), tiny_config(), tmp_path / "out", 0)
+
+
+@bug_on_unpatched
+def test_a_datasets_test_split_is_the_held_out_set(tmp_path):
+    datasets = pytest.importorskip("datasets", reason="a `datasets` folder needs the datasets package")
+
+    def table(count, offset):
+        clips = [
+            str(wav(tmp_path / "made" / f"{offset + i}.wav", pitch=200.0 + 40 * (offset + i))) for i in range(count)
+        ]
+        texts = [f"[S1] clip {offset + i}" for i in range(count)]
+        return datasets.Dataset.from_dict({"audio": clips, "text": texts}).cast_column("audio", datasets.Audio())
+
+    saved = tmp_path / "saved"
+    datasets.DatasetDict({"train": table(4, 0), "test": table(3, 10)}).save_to_disk(str(saved))
+    out = tmp_path / "run"
+    settings = [f"dataset={saved}", f"codec={tiny_codec(tmp_path / 'codec')}", "eval_samples=2", "max_steps=2"]
+    settings += ["per_device_train_batch_size=2", "max_audio_frames=64", "eval_strategy=no", "save_strategy=no"]
+    result = run_demo(out, *settings, launcher=False)
+    assert_ok(result)
+    assert (
+        f"tpu_demo: dataset {saved}: a `datasets` folder, 3 held out by its test split: 7 recordings" in result.stdout
+    )
+    chosen = json.loads((out / "split.json").read_text())  # samples in the data's order: train 0-3, then test
+    assert chosen["train"] == [0, 1, 2, 3] and len(chosen["eval"]) == 2 and set(chosen["eval"]) <= {4, 5, 6}
+    assert summary(out)["eval_samples"] == 2

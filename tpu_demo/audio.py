@@ -26,6 +26,7 @@ class ManifestRow:
     speaker: str | None = None
     language: str | None = None
     data: bytes | None = None  # a `datasets` row's audio bytes
+    held_out: bool = False  # from the data's own test split: evaluated, never trained on
 
     def content(self) -> bytes:
         return self.data if self.data is not None else self.audio.read_bytes()
@@ -36,7 +37,8 @@ class ManifestRow:
 
 
 def read_saved_dataset(folder: Path) -> list[ManifestRow]:
-    """The rows of a `datasets` folder written by `save_to_disk` (its `train` split if it holds several)."""
+    """The rows of a `datasets` folder written by `save_to_disk`. A DatasetDict's `train` split is trained on and its
+    `test` split (else `validation`) is the held-out set."""
     try:
         import datasets
     except ImportError:
@@ -46,28 +48,43 @@ def read_saved_dataset(folder: Path) -> list[ManifestRow]:
         ) from None
 
     loaded = datasets.load_from_disk(str(folder))
+    splits = {"train": loaded}
     if isinstance(loaded, datasets.DatasetDict):
         if "train" not in loaded:
             raise FineTuneError(f"{folder}: a DatasetDict without a train split ({', '.join(loaded)})")
-        loaded = loaded["train"]
-    missing = {"audio", "text"} - set(loaded.column_names)
-    if missing:
-        raise FineTuneError(f"{folder}: no column {', '.join(sorted(missing))} (columns: audio, text[, language])")
-    loaded = loaded.cast_column("audio", datasets.Audio(decode=False))
+        held_out = next((name for name in ("test", "validation") if name in loaded), None)
+        splits = {"train": loaded["train"]} | ({held_out: loaded[held_out]} if held_out else {})
     rows = []
-    for number, record in enumerate(loaded, 1):
+    for split, table in splits.items():
+        rows += split_rows(folder, split, table, held_out=split != "train")
+    if not any(not row.held_out for row in rows):
+        raise FineTuneError(f"{folder}: no rows")
+    return rows
+
+
+def split_rows(folder: Path, split: str, table, held_out: bool) -> list[ManifestRow]:
+    import datasets
+
+    missing = {"audio", "text"} - set(table.column_names)
+    if missing:
+        raise FineTuneError(
+            f"{folder} ({split}): no column {', '.join(sorted(missing))} (columns found: "
+            f"{', '.join(table.column_names)}; needed: audio, text[, language])"
+        )
+    table = table.cast_column("audio", datasets.Audio(decode=False))
+    rows = []
+    for number, record in enumerate(table, 1):
         audio, text = record["audio"] or {}, (record.get("text") or "").strip()
         name = audio.get("path") or f"row {number}"
+        where = f"{folder}, {split} row {number}" if held_out else f"{folder}, row {number}"
         if not text:
-            raise FineTuneError(f"{folder}, row {number} ({name}): missing transcript")
+            raise FineTuneError(f"{where} ({name}): missing transcript")
         data = audio.get("bytes")
         path = Path(name)
         if data is None and not path.is_file():
-            raise FineTuneError(f"{folder}, row {number}: no audio bytes and no file {name}")
+            raise FineTuneError(f"{where}: no audio bytes and no file {name}")
         language = record.get("language") or None
-        rows.append(ManifestRow(number, path, text, record.get("speaker") or None, language, data))
-    if not rows:
-        raise FineTuneError(f"{folder}: no rows")
+        rows.append(ManifestRow(number, path, text, record.get("speaker") or None, language, data, held_out))
     return rows
 
 
@@ -205,7 +222,8 @@ def prepare(
                 continue
             result.truncated.append(row.row)
         # relative to the cache folder, which the dataset joins: the cache may be a relative path
-        result.items.append({"file": str(target.relative_to(cache_dir)), "text": row.prompt, "row": row.row})
+        item = {"file": str(target.relative_to(cache_dir)), "text": row.prompt, "row": row.row}
+        result.items.append(item | ({"held_out": True} if row.held_out else {}))
     if not result.items:
         raise FineTuneError(f"no sample left to train on ({result.summary()})")
     return result

@@ -55,7 +55,9 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
     from tpu_demo.layouts import read_recordings
 
     if saved_dataset:
-        layout, rows = f"{path}: a `datasets` folder", read_saved_dataset(path)
+        rows = read_saved_dataset(path)
+        test = sum(row.held_out for row in rows)
+        layout = f"{path}: a `datasets` folder" + (f", {test} held out by its test split" if test else "")
     else:
         recordings = read_recordings(path, data_args.audio_dir)
         layout, rows = recordings.layout, recordings.rows

@@ -265,9 +265,14 @@ def sample_writer(accelerator, sample_args, data_args, model_config, output_dir,
     return SampleWriter(processor, texts, output_dir, frames, sample_args.sampling_overrides(), seed)
 
 
-def split(dataset_size: int, eval_samples: int, seed: int) -> tuple[list[int], list[int]]:
-    """A random train/eval split, the same for the same seed (and so for a resumed run)."""
+def split(dataset_size: int, eval_samples: int, seed: int, held_out=()) -> tuple[list[int], list[int]]:
+    """A random train/eval split, the same for the same seed (and so for a resumed run). With the data's own held-out
+    samples (a test split), evaluation takes `eval_samples` of them and training every other sample."""
     order = torch.randperm(dataset_size, generator=torch.Generator().manual_seed(seed)).tolist()
+    if held_out:
+        held_out = set(held_out)
+        chosen = [i for i in order if i in held_out][:eval_samples]
+        return sorted(i for i in order if i not in held_out), sorted(chosen)
     n_eval = min(eval_samples, dataset_size - 1)
     return sorted(order[n_eval:]), sorted(order[:n_eval])
 
@@ -319,7 +324,8 @@ def train(config, overrides=()) -> dict:
     samples = sample_writer(accelerator, sample_args, data_args, model.config, output_dir, args.seed)
     if samples and on_xla:  # the host copy samples are generated from has the trained model's structure
         samples.host_model = with_lora(accelerator, build_model(model_args), lora_args, model_args)
-    train_indices, eval_indices = split(len(dataset), data_args.eval_samples, args.seed)
+    held_out = [i for i, item in enumerate(dataset.items) if item.get("held_out")]
+    train_indices, eval_indices = split(len(dataset), data_args.eval_samples, args.seed, held_out)
     enough_for_a_step(len(dataset), len(train_indices), data_args.eval_samples, args, accelerator.num_processes)
     if accelerator.is_main_process:
         (output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
