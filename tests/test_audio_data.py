@@ -277,7 +277,7 @@ def test_long_audio_is_dropped_by_default():
     assert DataArguments().too_long == "drop"
 
 
-def test_a_clip_too_short_to_encode_names_its_row_and_a_silent_one_is_named(tmp_path):
+def test_a_clip_too_short_to_encode_names_its_row_and_silent_or_very_short_ones_are_named(tmp_path):
     from tpu_demo.audio import Codec, prepare
     from tpu_demo.layouts import read_manifest
 
@@ -286,6 +286,9 @@ def test_a_clip_too_short_to_encode_names_its_row_and_a_silent_one_is_named(tmp_
     codec = Codec(str(tiny_codec(tmp_path / "codec")))
     prepared = prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")
     assert "1 silent (rows 3: check the recordings)" in prepared.summary()
+    soundfile.write(tmp_path / "user/clips/02.wav", tone(0.2, 22050, 440.0), 22050)  # encodes, but says nothing
+    prepared = prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")
+    assert "1 shorter than 0.25 s (rows 4: check the recordings)" in prepared.summary()
     soundfile.write(tmp_path / "user/clips/00.wav", tone(0.005, 22050, 220.0), 22050)  # 5 ms
     with pytest.raises(FineTuneError, match=r"row 2: .*00.wav: 0.005 s of audio is too short for the codec"):
         prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")

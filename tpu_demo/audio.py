@@ -109,6 +109,7 @@ def load_audio(path, sampling_rate: int, data: bytes | None = None):
 
 
 SILENCE = 1e-4  # peak amplitude below which a clip holds nothing audible
+SHORT = 0.25  # seconds: less than a syllable
 
 
 class Codec:
@@ -145,6 +146,7 @@ class Prepared:
     dropped: list[int] = field(default_factory=list)
     text_too_long: list[int] = field(default_factory=list)
     silent: list[int] = field(default_factory=list)  # kept, but named: usually a recording that failed
+    short: list[int] = field(default_factory=list)  # kept, but named: a word or less, often a cut recording
     max_text_tokens: int = 0
     stereo: int = 0
 
@@ -158,6 +160,8 @@ class Prepared:
             parts.append(f"{len(self.dropped)} dropped as longer than max_audio_frames (rows {_rows(self.dropped)})")
         if self.silent:
             parts.append(f"{len(self.silent)} silent (rows {_rows(self.silent)}: check the recordings)")
+        if self.short:
+            parts.append(f"{len(self.short)} shorter than {SHORT} s (rows {_rows(self.short)}: check the recordings)")
         if self.text_too_long:
             parts.append(
                 f"{len(self.text_too_long)} dropped as the transcript is longer than max_text_tokens "
@@ -203,6 +207,8 @@ def prepare(
             result.stereo += channels > 1
             if float(abs(samples).max()) < SILENCE:
                 result.silent.append(row.row)
+            if len(samples) < SHORT * codec.sampling_rate:
+                result.short.append(row.row)
             try:
                 codes = codec.encode(samples)
             except RuntimeError as error:  # a clip shorter than the codec's receptive field
