@@ -17,7 +17,7 @@ pytest.importorskip("soxr", reason="audio needs soundfile and soxr (pip install 
 pytestmark = [require_dia, bug_on_unpatched]
 
 RATE, HOP = 16000, 128  # the tiny codec's: 125 code frames per second
-CLIPS = {"[S1] One.": (0.30, 220.0), "[S1] Two, two.": (0.26, 330.0), "[S2] Three?": (0.34, 440.0)}
+CLIPS = {"[S1] One.": (0.30, 220.0), "[S2] Two, two.": (0.26, 330.0), "[S1] Three, three, three?": (0.34, 440.0)}
 ACCURACY = 0.95
 
 
@@ -50,6 +50,7 @@ def accuracy(generated: torch.Tensor, reference: torch.Tensor) -> list[float]:
 def memorised(tmp_path_factory):
     root = tmp_path_factory.mktemp("memorised")
     manifest = write_clips(root / "clips")
+    torch.manual_seed(0)  # the codec's random weights: the same codes in every worker, so a failure reproduces
     settings = [f"dataset={manifest}", f"codec={tiny_codec(root / 'codec')}", "eval_samples=0", "max_steps=200"]
     settings += ["eval_strategy=no", "save_strategy=no", "per_device_train_batch_size=3", "max_audio_frames=64"]
     settings += ["warmup_steps=10", "logging_steps=50", "tiny_hidden_size=128", "text_dropout=0.2"]
@@ -88,7 +89,7 @@ def test_a_memorised_clip_continues_from_its_first_half(memorised):
 
     run = memorised / "run"
     model, processor, settings = load_final(run)
-    text, audio = "[S2] Three?", memorised / "clips/2.wav"
+    text, audio = "[S1] Three, three, three?", memorised / "clips/2.wav"
     reference = cached_codes(run, audio)
     samples, _ = load_audio(audio, RATE)
     half = len(reference) // 2
@@ -107,3 +108,21 @@ def test_greedy_decoding_from_the_command_line(memorised, tmp_path):
             generate(run / "final", "[S1] One.", "--top_k", "1", "--seed", seed, "--out", tmp_path / f"{seed}.wav")
         )
     assert (tmp_path / "1.wav").read_bytes() == (tmp_path / "2.wav").read_bytes()  # greedy: the seed plays no part
+
+
+def test_every_clip_starts_where_generation_starts():
+    # the collator padded on the left: a 5-frame clip's codes sat at position 20, where generation never starts
+    from tpu_demo.data import AUDIO_BOS, AUDIO_EOS, DiaCollator
+    from tpu_demo.model import DELAY_PATTERN
+
+    clips = [torch.randint(0, 1024, (frames, 9)) for frames in (5, 24)]
+    samples = [{"codes": codes, "text": "[S1] Hi.", "index": i} for i, codes in enumerate(clips)]
+    batch = DiaCollator(DELAY_PATTERN, 16, 24, text_dropout=0.0, seed=0)(samples)
+    inputs, labels = batch["decoder_input_ids"], batch["labels"].view(2, 9, -1)
+    for row, codes in enumerate(clips):
+        for channel, delay in enumerate(DELAY_PATTERN):
+            assert (inputs[row, : delay + 1, channel] == AUDIO_BOS).all()  # BOS at position 0, then the delay
+            said = inputs[row, delay + 1 : delay + 1 + len(codes), channel]
+            assert torch.equal(said, codes[:, channel])
+            assert labels[row, channel, delay + len(codes)] == AUDIO_EOS  # the target after the last code
+    assert batch["decoder_attention_mask"][0].tolist() == [1] * (1 + 5 + 1 + 15) + [0] * 18  # BOS..delay tail

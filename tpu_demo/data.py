@@ -81,8 +81,10 @@ class CodesDataset(torch.utils.data.Dataset):
 class DiaCollator:
     """Builds fixed-shape Dia batches with `DiaProcessor`'s delay helpers (every batch compiles to one XLA graph).
 
-    Equivalent to `DiaProcessor(text, audio, output_labels=True)` on codes instead of audio: audio is left-padded with
-    BOS, ends with EOS, is delayed per channel, and labels are the next delayed frame with BOS/PAD set to -100.
+    Each sample as `DiaProcessor(text, audio, output_labels=True)` builds one from audio (BOS, the codes, EOS, delayed
+    per channel; labels the next delayed frame with BOS/PAD set to -100), padded on the right with PAD to one length.
+    So BOS is at position 0, where generation starts: the processor pads a batch on the left, which would train each
+    clip's codes at a position set by its length, and the model then fails to say a clip it memorised.
     """
 
     def __init__(self, delay_pattern, max_text_tokens: int, max_audio_frames: int, text_dropout: float, seed: int):
@@ -111,12 +113,10 @@ class DiaCollator:
         mask = torch.zeros((len(samples), length + max_delay), dtype=torch.long)
         for row, sample in enumerate(samples):
             codes = sample["codes"][: self.max_audio_frames, :num_channels]
-            eos = torch.full((1, num_channels), AUDIO_EOS, dtype=torch.long)
-            padded = torch.cat([codes, eos])
-            start = length - len(padded)
-            audio[row, :start] = AUDIO_BOS
-            audio[row, start:length] = padded
-            mask[row, start - 1 :] = 1  # the BOS right before the codes, the codes, EOS and the delay tail
+            audio[row, 0] = AUDIO_BOS
+            audio[row, 1 : len(codes) + 1] = codes
+            audio[row, len(codes) + 1] = AUDIO_EOS
+            mask[row, : len(codes) + 2 + max_delay] = 1  # BOS, the codes, EOS and the delay tail
 
         indices = DiaProcessor.build_indices(
             bsz=len(samples), seq_len=length + max_delay, num_channels=num_channels, delay_pattern=self.delay_pattern
