@@ -7,7 +7,7 @@ import pytest
 
 from harness import applies, check_patch, differential, make_patches, tree
 from harness.docs import replace_section
-from harness.pins import PATCHES, load_pins, newest, series
+from harness.pins import PATCHES, committed_series, load_pins, newest, series, version_key
 from harness.tree import TreeError
 
 TARGET = "src/transformers/training_args.py"
@@ -136,3 +136,32 @@ def test_tox_names_the_newest_pin():
     tox = configparser.ConfigParser(interpolation=None)
     tox.read(PATCHES.parent / "tox.ini")
     assert tox["pins"]["newest"] == newest()
+
+
+def test_the_release_lists_agree():
+    """The releases the suite runs on are written in five places: the committed series (patches/<version>/), the tox
+    factors and the `matrix` label, the CI matrix, and the releases without Dia (no fine-tuner extras there). A
+    release added to one and not the others would silently go untested."""
+    import configparser
+    import re
+
+    from tpu_demo.compat import FIRST_SUPPORTED
+
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(PATCHES.parent / "tox.ini")
+    env = tox["testenv"]
+    factors = {f"tf{v.replace('.', '')[:3]}": v for v in committed_series()}  # 4.53.3 -> tf453, 5.14.1 -> tf514
+    pinned = dict(re.findall(r"^(tf\d+): TF_VERSION = (\S+)$", env["setenv"], flags=re.M))
+    pinned = {f: tox["pins"]["newest"] if v == "{[pins]newest}" else v for f, v in pinned.items()}
+    assert pinned == factors
+    (label,) = re.findall(r"matrix = \{patched,unpatched\}-tf\{([\d,]+)\}", tox["tox"]["labels"])
+    assert {f"tf{n}" for n in label.split(",")} == set(factors)
+    workflow = (PATCHES.parent / ".github/workflows/matrix.yml").read_text()
+    ci = set(re.findall(r"^\s+- ((?:un)?patched-tf\d+)$", workflow, flags=re.M))
+    assert ci == {f"{kind}-{f}" for f in factors for kind in ("patched", "unpatched")}
+    without_dia = {f for f, v in factors.items() if version_key(v) < version_key(FIRST_SUPPORTED)}
+    for extra in ("datasets", "lora"):
+        (line,) = [line for line in env["extras"].splitlines() if line.endswith(f": {extra}")]
+        assert set(re.findall(r"!(tf\d+)", line)) == without_dia, extra
+    oldest_dia = min((f for f in factors if f not in without_dia), key=lambda f: version_key(factors[f]))
+    assert f"patched-{oldest_dia}" in tox["tox"]["env_list"]  # CI runs the oldest release line with Dia
