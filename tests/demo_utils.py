@@ -10,9 +10,8 @@ from pathlib import Path
 
 import torch
 from accelerate.state import AcceleratorState, GradientState
-from transformers.testing_utils import get_torch_dist_unique_port
 
-from tests.testing_utils import ROOT, accelerate_environment_cleared, launch_env
+from tests.testing_utils import ROOT, accelerate_environment_cleared, free_ports, launch_env
 
 CONFIG = ROOT / "tpu_demo/configs/tiny.yaml"
 
@@ -24,7 +23,7 @@ def run_demo(output_dir, *overrides, launcher=True, timeout=900):
         from tpu_demo.train import main
 
         return run_main(main, [str(CONFIG), *settings])
-    settings.append(f"main_process_port={get_torch_dist_unique_port()}")
+    settings.append(f"main_process_port={free_ports()[0]}")
     cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings]
     return subprocess.run(cmd, env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 

@@ -10,10 +10,9 @@ import subprocess
 import sys
 
 import pytest
-from transformers.testing_utils import get_torch_dist_unique_port
 
 from harness.pins import ROOT
-from tests.testing_utils import PATCHED, launch_env
+from tests.testing_utils import PATCHED, free_ports, launch_env
 
 WORKER = ROOT / "harness" / "launch_worker.py"
 pytestmark = pytest.mark.xdist_group("launchers")  # one launch per launcher, read by several checks
@@ -38,7 +37,7 @@ def reports(out, launcher) -> list[dict]:
 @pytest.fixture(scope="module")
 def torchrun(tmp_path_factory):
     out = tmp_path_factory.mktemp("torchrun")
-    port = get_torch_dist_unique_port() + 200  # clear of the ports other workers' launches take
+    (port,) = free_ports()
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port)]
     cmd = [*launcher, str(WORKER), str(out), "torchrun", str(port), *IN_RANKS]
     result = subprocess.run(cmd, env=launch_env(), capture_output=True, text=True, timeout=600)
@@ -49,7 +48,7 @@ def torchrun(tmp_path_factory):
 @pytest.fixture(scope="module")
 def forked(tmp_path_factory):
     out = tmp_path_factory.mktemp("forked")
-    port = get_torch_dist_unique_port() + 300
+    (port,) = free_ports()
     cmd = [sys.executable, str(WORKER), str(out), "notebook,debug", str(port), *FROM_PARENT]
     result = subprocess.run(cmd, env=launch_env(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.scenarios import POLICIES
-from tests.testing_utils import PATCHED, SCRIPTS, accelerate_launch
+from tests.testing_utils import PATCHED, SCRIPTS, accelerate_launch, free_ports, launch_env
 
 SCENARIOS = [f"{policy}/{mode}" for mode in ("keep", "end_training") for policy in POLICIES] + ["default/ddp_timeout"]
 pytestmark = pytest.mark.xdist_group("multiprocess")  # the checks read one launch: on one worker, it runs once
@@ -15,7 +15,9 @@ pytestmark = pytest.mark.xdist_group("multiprocess")  # the checks read one laun
 def ranks(tmp_path_factory):
     """Every scenario in one launch of two processes: {scenario: [rank 0's report, rank 1's]}."""
     out = tmp_path_factory.mktemp("multiprocess")
-    result = accelerate_launch(SCRIPTS / "multiprocess_state.py", out, *SCENARIOS, num_processes=2)
+    ports = ",".join(map(str, free_ports(sum(s.endswith("/end_training") for s in SCENARIOS))))  # one per rebuild
+    env = launch_env(REBUILD_PORTS=ports)
+    result = accelerate_launch(SCRIPTS / "multiprocess_state.py", out, *SCENARIOS, num_processes=2, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     reports = [json.loads((out / f"rank{rank}.json").read_text()) for rank in (0, 1)]
     return {scenario: [report[scenario] for report in reports] for scenario in SCENARIOS}

@@ -1,5 +1,5 @@
 """Shared helpers for the suite, on accelerate's and transformers' test tools: isolation of accelerate's global state
-(`AccelerateTestCase`), log capture (`CaptureLogger`), ports (`get_torch_dist_unique_port`), skips, launches."""
+(`AccelerateTestCase`), log capture (`CaptureLogger`), free ports, skips, launches."""
 
 import contextlib
 import os
@@ -15,7 +15,7 @@ import transformers
 from accelerate.test_utils.testing import AccelerateTestCase
 from accelerate.utils import is_torch_xla_available
 from transformers import TrainingArguments
-from transformers.testing_utils import CaptureLogger, get_torch_dist_unique_port
+from transformers.testing_utils import CaptureLogger
 from transformers.utils import logging
 
 from harness.scenarios import POLICY_ENV, POLICY_FIELD
@@ -68,6 +68,19 @@ bug_on_unpatched = pytest.mark.xfail(
 )
 
 
+def free_ports(count: int = 1) -> list[int]:
+    """Ports the OS has free now, distinct from each other, for the launches of one test. Not transformers'
+    `get_torch_dist_unique_port`: in transformers 4.x it returns 29500 + the xdist worker's number, so two workers'
+    launches and the ports derived from them met (EADDRINUSE)."""
+    import socket
+
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+
+
 def launch_env(**extra) -> dict:
     """The environment of a launched program: no variable of the test run's accelerate or pytest-xdist, one thread."""
     env = {k: v for k, v in os.environ.items() if "ACCELERATE" not in k and not k.startswith("PYTEST_")}
@@ -80,7 +93,7 @@ def accelerate_launch(script, *args, num_processes=2, timeout=600, env=None):
     """Runs `script` under `accelerate launch` on `num_processes` CPU processes (gloo), with the command the
     fine-tune's launcher builds (accelerate's `get_launch_command` only formats flags: it knows no CPU processes)."""
     distributed_type = "MULTI_CPU" if num_processes > 1 else "NO"
-    port = get_torch_dist_unique_port() if num_processes > 1 else None
+    port = free_ports()[0] if num_processes > 1 else None
     launch, launch_vars = launch_arguments(distributed_type, num_processes, main_process_port=port)
     cmd = [sys.executable, "-m", "accelerate.commands.launch", *launch, str(script), *map(str, args)]
     env = {**launch_vars, **(env or launch_env())}

@@ -38,7 +38,7 @@ def run(output_dir, policy, mode, rebuilds):
         accelerator.end_training()  # destroys the process group
         # A new rendezvous needs a store of its own: torchrun's still holds the first group's keys, which torch reuses.
         os.environ["TORCHELASTIC_USE_AGENT_STORE"] = "False"
-        os.environ["MASTER_PORT"] = str(int(os.environ["MASTER_PORT"]) + 100 + rebuilds)  # clear of other workers'
+        os.environ["MASTER_PORT"] = os.environ["REBUILD_PORTS"].split(",")[rebuilds]  # free ones, the test's choice
     extra = {"ddp_timeout": 600} if mode == "ddp_timeout" else {}
     with CaptureLogger(logging.get_logger("transformers.training_args")) as logged:
         TrainingArguments(output_dir=output_dir, report_to="none", **extra)
