@@ -171,3 +171,48 @@ def test_a_datasets_test_split_is_the_held_out_set(tmp_path):
     chosen = json.loads((out / "split.json").read_text())  # samples in the data's order: train 0-3, then test
     assert chosen["train"] == [0, 1, 2, 3] and len(chosen["eval"]) == 2 and set(chosen["eval"]) <= {4, 5, 6}
     assert summary(out)["eval_samples"] == 2
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'\xef\xbb\xbf{"file_name": "a.wav", "text": "Hi"}\n', None),  # a BOM, as Windows editors write it
+        (b'{"file_name": "a.wav", "text": "Hi",}\n', r"metadata.jsonl, line 1: not JSON"),
+    ],
+)
+def test_an_audiofolder_metadata_jsonl_is_never_taken_for_codes(tmp_path, content, message):
+    # its first line not being JSON made the folder a folder of codes, and the codes' reader a traceback
+    from tpu_demo.arguments import DataArguments
+    from tpu_demo.model import tiny_config
+    from tpu_demo.prepare import training_data
+
+    wav(tmp_path / "data/a.wav")
+    (tmp_path / "data/metadata.jsonl").write_bytes(content)
+    if message is None:
+        assert read(tmp_path / "data").rows[0].text == "Hi"
+        return
+    with pytest.raises(FineTuneError, match=message):
+        training_data(DataArguments(dataset=str(tmp_path / "data")), tiny_config(), tmp_path / "out", 0)
+
+
+def test_a_manifest_that_is_not_utf8_or_not_a_manifest_is_named(tmp_path):
+    wav(tmp_path / "a.wav")
+    (tmp_path / "latin1.csv").write_bytes("audio,text\na.wav,Café\n".encode("latin-1"))
+    with pytest.raises(
+        FineTuneError, match=r"latin1.csv: not UTF-8 text \(byte 0xe9 at offset 20\); save it as UTF-8"
+    ):
+        read(tmp_path / "latin1.csv")
+    with pytest.raises(FineTuneError, match=r"a.wav is a recording: give the manifest \(or folder\) that lists it"):
+        read(tmp_path / "a.wav")
+
+
+def test_a_codec_or_model_path_that_is_not_there_is_not_a_hub_error(tmp_path):
+    from tpu_demo.arguments import ModelArguments
+    from tpu_demo.audio import Codec
+    from tpu_demo.model import build_model, model_config
+
+    with pytest.raises(FineTuneError, match=f"^codec {tmp_path}/nocodec: no such folder$"):
+        Codec(str(tmp_path / "nocodec"))
+    for load in (build_model, model_config):
+        with pytest.raises(FineTuneError, match=r"^model \./no_dia: no such folder$"):
+            load(ModelArguments(model="./no_dia"))

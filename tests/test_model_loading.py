@@ -27,7 +27,10 @@ def test_a_model_that_is_not_there_is_named(tmp_path, monkeypatch):
     from tpu_demo.model import build_model
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)  # a relative name transformers tries as a folder, then as a hub id (4.x: invalid)
     with pytest.raises(FineTuneError, match="model .*nowhere: not a Dia folder in transformers format"):
+        build_model(ModelArguments(model="models/dia/nowhere"))
+    with pytest.raises(FineTuneError, match=f"^model {tmp_path}/nowhere: no such folder$"):  # a path: not a hub id
         build_model(ModelArguments(model=str(tmp_path / "nowhere")))
 
 

@@ -67,6 +67,7 @@ def test_generate_writes_audio_from_final_and_from_a_checkpoint(two_process_run,
         ("not_a_model", "is not a Dia model folder"),
         ("cold", "temperature 0.5: transformers' Dia generation raises a temperature below 1 to 1"),
         ("no_candidate", "top_k 0: keep at least 1 candidate (1: greedy decoding)"),
+        ("run_folder", "is a run's output folder: give"),
     ],
 )
 def test_generate_refuses_bad_input_clearly(two_process_run, tmp_path, case, message):
@@ -79,6 +80,7 @@ def test_generate_refuses_bad_input_clearly(two_process_run, tmp_path, case, mes
         "not_a_model": [out / "samples", "x", "--processor", out / "final"],
         "cold": [out / "final", "x", "--temperature", "0.5"],
         "no_candidate": [out / "final", "x", "--top_k", "0"],
+        "run_folder": [out, "x"],
     }[case]
     generated = generate(*args, "--out", tmp_path / "x.wav")
     assert generated.returncode == 2 and message in generated.stderr and "Traceback" not in generated.stderr
@@ -111,6 +113,22 @@ def test_sampling_settings_are_not_accepted_and_ignored(settings, message):
 
     with pytest.raises(FineTuneError, match=message):  # when the config is read, before the model loads
         sample_writer(None, SampleArguments(**settings), DataArguments(), None, "unused", 0)
+
+
+def test_a_written_wav_is_readable_as_any_new_file(tmp_path):
+    # mkstemp made every WAV private (0600) whatever the umask
+    import os
+
+    import numpy as np
+
+    from tpu_demo.samples import write_wav
+
+    umask = os.umask(0o022)
+    try:
+        write_wav(tmp_path / "said.wav", np.zeros(100), 16000)
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "said.wav").stat().st_mode & 0o777 == 0o644
 
 
 def test_an_interrupted_write_leaves_no_partial_wav(tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from transformers import DiaTokenizer
 
-from tpu_demo.errors import LOAD_ERRORS, FineTuneError
+from tpu_demo.errors import LOAD_ERRORS, FineTuneError, require_folder
 
 
 @dataclass
@@ -118,6 +118,7 @@ class Codec:
     def __init__(self, name_or_path: str, device="cpu"):
         from transformers import DacModel
 
+        require_folder("codec", name_or_path)
         try:
             self.model = DacModel.from_pretrained(name_or_path).to(device).eval()
         except LOAD_ERRORS as error:

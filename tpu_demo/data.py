@@ -54,7 +54,12 @@ class CodesDataset(torch.utils.data.Dataset):
                 f"{self.data_dir} has no metadata.jsonl (dataset: a folder of codes, a manifest, or synthetic)"
             )
         if items is None:
-            items = [json.loads(line) for line in metadata.read_text().splitlines() if line.strip()]
+            items = []
+            for number, line in enumerate(metadata.read_text(encoding="utf-8-sig").splitlines(), 1):
+                try:
+                    items += [json.loads(line)] if line.strip() else []
+                except json.JSONDecodeError as error:
+                    raise FineTuneError(f"{metadata}, line {number}: not JSON ({error.msg})") from None
         self.items = items
         # what the run trains on, for its closing summary: preparation counts (truncated, dropped, ...) if any
         self.description = description or f"{len(items)} samples of pre-computed codes from {self.data_dir}"

@@ -74,7 +74,9 @@ def main(argv=None) -> int:
     parser.add_argument("--base_model", help="the Dia model a LoRA adapter was trained on (default: as recorded)")
     parser.add_argument("--audio_prompt", help="a clip whose voice the audio continues")
     parser.add_argument("--audio_prompt_text", help="the transcript of --audio_prompt (required with it)")
-    parser.add_argument("--max_new_tokens", type=int, default=1720, help="audio frames at most (86 per second)")
+    parser.add_argument(
+        "--max_new_tokens", type=int, default=1720, help="audio frames at most (the 44.1 kHz DAC: 86 per second)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     for key, default in DIA_SAMPLING.items():
         greedy = "; 1: greedy decoding" if key == "top_k" else ""
@@ -100,6 +102,10 @@ def generate(args) -> list[tuple[Path, float]]:
     check_sampling(overrides)
     if bool(args.audio_prompt) != bool(args.audio_prompt_text):
         raise FineTuneError("--audio_prompt and --audio_prompt_text go together: the clip and what is said in it")
+    if (model_dir / "final").is_dir() and not (model_dir / "config.json").is_file():
+        raise FineTuneError(
+            f"{model_dir} is a run's output folder: give {model_dir / 'final'} or one of its checkpoints"
+        )
     processor = find_processor(model_dir, args.processor)
     model = load_model(model_dir, args.base_model).to(generation_device())
     texts = check_prompts(args.texts, processor.tokenizer, model.config.encoder_config.max_position_embeddings)

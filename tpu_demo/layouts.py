@@ -26,6 +26,7 @@ ACCEPTED = (
     "headerless audio|text"
 )
 MANIFEST_NAMES = ("metadata.csv", "metadata.jsonl", "metadata.json")
+AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus")
 
 
 @dataclass
@@ -55,10 +56,17 @@ def read_recordings(path, audio_dir=None) -> Recordings:
     base = Path(audio_dir) if audio_dir else path.parent
     if audio_dir and not base.is_dir():
         raise FineTuneError(f"audio_dir {audio_dir}: no such folder")
-    if path.suffix.lower() in (".jsonl", ".json"):
-        layout, records = json_lines(path)
-    else:
-        layout, records = delimited(path)
+    if path.suffix.lower() in AUDIO_SUFFIXES:
+        raise FineTuneError(f"dataset {path} is a recording: give the manifest (or folder) that lists it")
+    try:
+        if path.suffix.lower() in (".jsonl", ".json"):
+            layout, records = json_lines(path)
+        else:
+            layout, records = delimited(path)
+    except UnicodeDecodeError as error:
+        raise FineTuneError(
+            f"{path}: not UTF-8 text (byte {error.object[error.start]:#x} at offset {error.start}); save it as UTF-8"
+        ) from None
     if layout == "LJSpeech":
         base = Path(audio_dir) if audio_dir else path.parent / "wavs"
     rows = [row_of(path, number, record, base) for number, record in records]
@@ -73,7 +81,7 @@ def read_manifest(path, audio_dir=None) -> list[ManifestRow]:
 
 def json_lines(path: Path):
     records = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
         if line.strip():
             try:
                 records.append((number, json.loads(line)))

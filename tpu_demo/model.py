@@ -5,7 +5,7 @@ from transformers import DacConfig, DiaConfig, DiaForConditionalGeneration
 from transformers.models.dia.configuration_dia import DiaDecoderConfig, DiaEncoderConfig
 
 from tpu_demo.compat import dtype_keyword
-from tpu_demo.errors import LOAD_ERRORS, FineTuneError
+from tpu_demo.errors import LOAD_ERRORS, FineTuneError, require_folder
 
 DELAY_PATTERN = [0, 8, 9, 10, 11, 12, 13, 14, 15]
 
@@ -55,6 +55,7 @@ def tiny_codec_config(n_codebooks: int = 9) -> DacConfig:
 def model_config(model_args) -> DiaConfig:
     """The configuration `build_model` builds from, without building the weights."""
     if model_args.model:
+        require_folder("model", model_args.model)
         return DiaConfig.from_pretrained(model_args.model)
     return tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers)
 
@@ -84,6 +85,7 @@ def build_model(model_args, attn_implementation=None) -> DiaForConditionalGenera
     if not model_args.model:
         config = tiny_config(model_args.tiny_hidden_size, model_args.tiny_layers)
         return DiaForConditionalGeneration._from_config(config, **options)
+    require_folder("model", model_args.model)
     dtype = getattr(torch, model_args.dtype)
     try:
         return DiaForConditionalGeneration.from_pretrained(model_args.model, **{dtype_keyword(): dtype}, **options)

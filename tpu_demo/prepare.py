@@ -83,11 +83,11 @@ def codes_folder(path: Path) -> bool:
     metadata = path / "metadata.jsonl"
     if not metadata.is_file():
         return False
-    first = next((line for line in metadata.read_text().splitlines() if line.strip()), "{}")
+    first = next((line for line in metadata.read_bytes().splitlines() if line.strip()), b"{}")
     try:
         return "file" in json.loads(first)
-    except json.JSONDecodeError:
-        return True  # CodesDataset names the bad line
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False  # read as a manifest of recordings, which names the line
 
 
 def save_processor(codec_name_or_path: str, final_dir) -> None:

@@ -77,6 +77,9 @@ def write_wav(path: Path, audio, sampling_rate: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".wav")
     os.close(handle)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(partial, 0o666 & ~umask)  # as a plain file would be: mkstemp makes it private (0600)
     try:
         soundfile.write(partial, torch.as_tensor(audio).float().cpu().numpy(), sampling_rate, format="WAV")
         os.replace(partial, path)
