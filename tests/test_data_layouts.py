@@ -122,15 +122,21 @@ def test_a_folder_without_a_manifest_says_what_it_looked_for(tmp_path):
         read(tmp_path / "clips")
 
 
+def fine_tune(tmp_path, dataset, eval_samples=0):
+    """Two steps of the fine-tune on `dataset` with a tiny codec, in this process: its output folder and result."""
+    out = tmp_path / "run"
+    settings = [f"dataset={dataset}", f"codec={tiny_codec(tmp_path / 'codec')}", f"eval_samples={eval_samples}"]
+    settings += ["max_steps=2", "per_device_train_batch_size=2", "max_audio_frames=64", "eval_strategy=no"]
+    result = run_demo(out, *settings, "save_strategy=no", launcher=False)
+    assert_ok(result)
+    return out, result
+
+
 @bug_on_unpatched
 def test_an_ljspeech_download_fine_tunes_as_it_is(tmp_path):
     data = ljspeech(tmp_path / "LJSpeech-1.1")
     before = sorted(p.relative_to(data) for p in data.rglob("*"))
-    out = tmp_path / "run"
-    settings = [f"dataset={data}", f"codec={tiny_codec(tmp_path / 'codec')}", "eval_samples=0", "max_steps=2"]
-    settings += ["per_device_train_batch_size=2", "max_audio_frames=64", "eval_strategy=no", "save_strategy=no"]
-    result = run_demo(out, *settings, launcher=False)
-    assert_ok(result)
+    out, result = fine_tune(tmp_path, data)
     assert (
         f"tpu_demo: dataset {data / 'metadata.csv'}: LJSpeech, audio in {data / 'wavs'}: 2 recordings" in result.stdout
     )
@@ -160,11 +166,7 @@ def test_a_datasets_test_split_is_the_held_out_set(tmp_path):
 
     saved = tmp_path / "saved"
     datasets.DatasetDict({"train": table(4, 0), "test": table(3, 10)}).save_to_disk(str(saved))
-    out = tmp_path / "run"
-    settings = [f"dataset={saved}", f"codec={tiny_codec(tmp_path / 'codec')}", "eval_samples=2", "max_steps=2"]
-    settings += ["per_device_train_batch_size=2", "max_audio_frames=64", "eval_strategy=no", "save_strategy=no"]
-    result = run_demo(out, *settings, launcher=False)
-    assert_ok(result)
+    out, result = fine_tune(tmp_path, saved, eval_samples=2)
     assert (
         f"tpu_demo: dataset {saved}: a `datasets` folder, 3 held out by its test split: 7 recordings" in result.stdout
     )

@@ -39,7 +39,8 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
     source = data_args.dataset
     path = Path(source)
     saved_dataset = (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file()
-    if data_args.audio_dir and (source == "synthetic" or saved_dataset or codes_folder(path)):
+    codes = codes_folder(path)
+    if data_args.audio_dir and (source == "synthetic" or saved_dataset or codes):
         raise FineTuneError(f"audio_dir: set, but dataset {source} is not a manifest of recordings")
     if source == "synthetic":
         folder = Path(output_dir) / "synthetic"
@@ -47,7 +48,7 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
             if state.is_main_process and not (folder / "metadata.jsonl").is_file():
                 write_synthetic(folder, data_args.synthetic_samples, num_channels=channels, seed=seed)
         return CodesDataset(folder, num_channels=channels)
-    if codes_folder(path):
+    if codes:
         return CodesDataset(path, num_channels=channels)
     if not path.exists():
         raise FineTuneError(f"dataset {source}: no such manifest or folder (or use `dataset: synthetic`)")

@@ -120,6 +120,13 @@ def generate_audio(model, processor, texts, max_new_tokens: int, settings: dict,
     return [decode(processor, row[None], prompt_len) for row in codes]
 
 
+def spoken_span(codes, prompt_len=None) -> tuple[int, int]:
+    """Where a generated row (frames, channels) says something, as `DiaProcessor.batch_decode` cuts it: after BOS (or
+    the audio prompt), up to the EOS before the padding."""
+    start = prompt_len if prompt_len is not None else int((codes[:, 0] == AUDIO_BOS).sum())
+    return start, len(codes) - int((codes[:, 0] == AUDIO_PAD).sum()) - 1
+
+
 def spoken_codes(codes, delay_pattern, prompt_len=None) -> torch.Tensor:
     """The (frames, channels) codes a generated row (frames, channels, as `generate` returns it) says, as
     `DiaProcessor.batch_decode` cuts them for the codec: the delay reverted, after BOS (or the audio prompt), before
@@ -127,8 +134,7 @@ def spoken_codes(codes, delay_pattern, prompt_len=None) -> torch.Tensor:
     from transformers import DiaProcessor
 
     frames, channels = codes.shape
-    start = prompt_len if prompt_len is not None else int((codes[:, 0] == AUDIO_BOS).sum())
-    end = frames - int((codes[:, 0] == AUDIO_PAD).sum()) - 1
+    start, end = spoken_span(codes, prompt_len)
     indices = DiaProcessor.build_indices(
         bsz=1, seq_len=frames, num_channels=channels, delay_pattern=delay_pattern, revert=True
     )
@@ -139,8 +145,7 @@ def spoken_codes(codes, delay_pattern, prompt_len=None) -> torch.Tensor:
 def decode(processor, codes, prompt_len):
     """One generated sequence as audio; a sequence that ended at once is empty audio (the codec cannot decode zero
     frames), which is what a listener should notice."""
-    start = prompt_len if prompt_len is not None else int((codes[0, :, 0] == AUDIO_BOS).sum())
-    end = codes.shape[1] - int((codes[0, :, 0] == AUDIO_PAD).sum()) - 1
+    start, end = spoken_span(codes[0], prompt_len)
     if end - start <= 0:
         return torch.zeros(0)
     return processor.batch_decode(codes, audio_prompt_len=prompt_len)[0]
