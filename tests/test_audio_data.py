@@ -250,7 +250,7 @@ def test_relative_output_and_cache_folders(tmp_path, monkeypatch):
         raw = {"dataset": str(manifest), "codec": str(codec), "output_dir": "outputs/run", "report_to": "none"}
         raw["too_long"] = "truncate"  # the clips are longer than the default max_audio_frames
         parts = parse_all({**raw, **({"cache_dir": cache} if cache else {})})
-        dataset = training_data(parts[2], tiny_config(), parts[-1].output_dir, 0)
+        dataset = training_data(parts.data, tiny_config(), parts.training.output_dir, 0)
         assert len(dataset) == 3 and dataset[0]["codes"].shape[1] == 9
         assert (tmp_path / (cache or "outputs/run/audio_codes")).is_dir()
 

@@ -16,7 +16,7 @@ def forward(tmp_path_factory):
 
     from tpu_demo.data import CodesDataset, DiaCollator, write_synthetic
     from tpu_demo.model import tiny_config
-    from tpu_demo.train import MODEL_INPUTS as inputs
+    from tpu_demo.loss import MODEL_INPUTS as inputs
 
     torch.manual_seed(0)
     model = DiaForConditionalGeneration(tiny_config()).eval()
@@ -38,7 +38,8 @@ def test_uniform_weights_give_the_models_own_loss(forward, weight):
 
 
 def test_weights_and_audio_only_targets(forward):
-    from tpu_demo.loss import AUDIO_EOS, CodebookLoss
+    from tpu_demo.loss import CodebookLoss
+    from tpu_demo.tokens import AUDIO_EOS
 
     _, logits, labels = forward
     per_token = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels.clamp(min=0), reduction="none") * (
@@ -69,7 +70,7 @@ def test_a_batch_of_one_sample_gives_the_models_loss(tmp_path):
 
     from tpu_demo.data import CodesDataset, DiaCollator, write_synthetic
     from tpu_demo.model import tiny_config
-    from tpu_demo.train import MODEL_INPUTS
+    from tpu_demo.loss import MODEL_INPUTS
 
     model = DiaForConditionalGeneration(tiny_config()).eval()
     data = CodesDataset(write_synthetic(tmp_path, 1))

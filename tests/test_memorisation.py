@@ -115,8 +115,9 @@ def test_greedy_decoding_from_the_command_line(memorised, tmp_path):
 
 def test_every_clip_starts_where_generation_starts():
     # the collator padded on the left: a 5-frame clip's codes sat at position 20, where generation never starts
-    from tpu_demo.data import AUDIO_BOS, AUDIO_EOS, DiaCollator
+    from tpu_demo.data import DiaCollator
     from tpu_demo.model import DELAY_PATTERN
+    from tpu_demo.tokens import AUDIO_BOS, AUDIO_EOS
 
     clips = [torch.randint(0, 1024, (frames, 9)) for frames in (5, 24)]
     samples = [{"codes": codes, "text": "[S1] Hi.", "index": i} for i, codes in enumerate(clips)]

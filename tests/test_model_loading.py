@@ -45,7 +45,8 @@ def test_the_real_run_config_parses():
     from tests.testing_utils import ROOT
     from tpu_demo.arguments import load_raw, parse_all
 
-    launch, model, data, loss, samples, lora, training = parse_all(load_raw(ROOT / "tpu_demo/configs/dia-1.6b.yaml"))
+    config = parse_all(load_raw(ROOT / "tpu_demo/configs/dia-1.6b.yaml"))
+    launch, model, data, loss, training = config.launch, config.model, config.data, config.loss, config.training
     assert (launch.mixed_precision, model.model) == ("bf16", "nari-labs/Dia-1.6B-0626")
     assert data.codec == "descript/dac_44khz"
     assert len(loss.codebook_weights) == 9 and data.max_audio_frames == 1720

@@ -83,7 +83,7 @@ def test_generate_refuses_bad_input_clearly(two_process_run, tmp_path, case, mes
         "run_folder": [out, "x"],
     }[case]
     generated = generate(*args, "--out", tmp_path / "x.wav")
-    assert generated.returncode == 2 and message in generated.stderr and "Traceback" not in generated.stderr
+    assert generated.returncode == 1 and message in generated.stderr and "Traceback" not in generated.stderr
     assert not (tmp_path / "x.wav").exists()
 
 
@@ -109,7 +109,7 @@ def test_prompt_longer_than_the_text_length_is_named():
 def test_sampling_settings_are_not_accepted_and_ignored(settings, message):
     from tpu_demo.arguments import DataArguments, SampleArguments
     from tpu_demo.errors import FineTuneError
-    from tpu_demo.train import sample_writer
+    from tpu_demo.samples import sample_writer
 
     with pytest.raises(FineTuneError, match=message):  # when the config is read, before the model loads
         sample_writer(None, SampleArguments(**settings), DataArguments(), None, "unused", 0)

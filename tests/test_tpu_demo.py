@@ -63,7 +63,7 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
 
     from tpu_demo.data import CodesDataset, DiaCollator
     from tpu_demo.loss import CodebookLoss
-    from tpu_demo.train import MODEL_INPUTS
+    from tpu_demo.loss import MODEL_INPUTS
 
     out = tmp_path / "run"
     assert_ok(run_demo(out, "max_steps=60", "eval_strategy=no", "save_steps=20", "save_total_limit=2"))
@@ -273,7 +273,7 @@ def test_interrupted_run_saves_its_state_where_its_step_folder_already_exists(tm
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 def test_ctrl_c_ends_with_how_to_resume_and_no_traceback(tmp_path, monkeypatch):
-    import tpu_demo.train
+    import tpu_demo.recipe
 
     steps = []
 
@@ -283,14 +283,14 @@ def test_ctrl_c_ends_with_how_to_resume_and_no_traceback(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real_step(*args, **kwargs)
 
-    real_step = tpu_demo.train.train_step
-    monkeypatch.setattr(tpu_demo.train, "train_step", step_then_ctrl_c)
+    real_step = tpu_demo.recipe.train_step
+    monkeypatch.setattr(tpu_demo.recipe, "train_step", step_then_ctrl_c)
     out = tmp_path / "run"
     result = run_demo(out, "max_steps=4", "save_steps=2", "eval_strategy=no", launcher=False)
     assert result.returncode == 130  # as a shell reports Ctrl-C
     assert "interrupted" in result.stderr and "resume_from_checkpoint=latest" in result.stderr
     assert "Traceback" not in result.stderr
-    monkeypatch.setattr(tpu_demo.train, "train_step", real_step)
+    monkeypatch.setattr(tpu_demo.recipe, "train_step", real_step)
     assert_ok(run_demo(out, "max_steps=4", "save_steps=2", "eval_strategy=no", "resume_from_checkpoint=latest",
                        launcher=False))  # fmt: skip
     assert summary(out)["steps"] == 4

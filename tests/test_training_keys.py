@@ -48,10 +48,10 @@ def test_every_honoured_key_is_read_by_the_program():
     source = "".join(p.read_text() for p in Path(__file__).parents[1].joinpath("tpu_demo").glob("*.py"))
     # read through another name: the state policy by TrainingArguments itself, warmup by its helper
     readers = {
-        "accelerator_state_policy": "parse_after_accelerator",
+        "accelerator_state_policy": "config = parse_all(raw)",
         "warmup_steps": "args.get_warmup_steps",
         "warmup_ratio": "args.get_warmup_steps",
-        "report_to": 'raw.get("report_to"',
+        "report_to": "trackers(training.report_to)",
         "output_dir": "args.output_dir",
         "gradient_checkpointing": 'getattr(args, "gradient_checkpointing"',
         "activation_checkpointing": 'getattr(args, "activation_checkpointing"',
@@ -66,7 +66,7 @@ def test_optim_builds_the_named_optimizer_without_decay_on_biases_and_norms(opti
 
     from tpu_demo.optimization import make_optimizer
 
-    args = parse(optim=optim, weight_decay=0.1, learning_rate=0.5)[-1]
+    args = parse(optim=optim, weight_decay=0.1, learning_rate=0.5).training
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
     optimizer = make_optimizer(args, model, DistributedType.NO)
     expected = {"adamw_torch": "AdamW", "adamw_torch_fused": "AdamW", "adafactor": "Adafactor", "sgd": "SGD"}
@@ -83,7 +83,7 @@ def test_fused_adamw_runs_unfused_on_xla():
 
     from tpu_demo.optimization import make_optimizer
 
-    args = parse(optim="adamw_torch_fused")[-1]
+    args = parse(optim="adamw_torch_fused").training
     assert not make_optimizer(args, torch.nn.Linear(2, 2), DistributedType.XLA).defaults["fused"]
 
 
@@ -93,7 +93,7 @@ def test_an_optimizer_the_loop_does_not_build_is_refused():
     from tpu_demo.errors import FineTuneError
     from tpu_demo.optimization import make_optimizer
 
-    args = parse(optim="adamw_bnb_8bit")[-1]
+    args = parse(optim="adamw_bnb_8bit").training
     with pytest.raises(FineTuneError, match="optim: 'adamw_bnb_8bit' is not supported"):
         make_optimizer(args, torch.nn.Linear(2, 2), DistributedType.NO)
 
@@ -103,7 +103,7 @@ def test_a_tracker_that_is_not_installed_is_named(report_to, monkeypatch):
     import accelerate.tracking
 
     from tpu_demo.errors import FineTuneError
-    from tpu_demo.train import trackers
+    from tpu_demo.runtime import trackers
 
     monkeypatch.setattr(accelerate.tracking, "_available_trackers", ["tensorboard"])
     with pytest.raises(FineTuneError, match="not installed here"):
@@ -112,7 +112,7 @@ def test_a_tracker_that_is_not_installed_is_named(report_to, monkeypatch):
 
 
 def test_split_is_random_with_the_seed():
-    from tpu_demo.train import split
+    from tpu_demo.data import split
 
     train, held_out = split(50, 7, seed=1)
     assert sorted(train + held_out) == list(range(50)) and len(held_out) == 7
@@ -121,7 +121,7 @@ def test_split_is_random_with_the_seed():
 
 
 def test_rotation_keeps_the_newest_checkpoints(tmp_path):
-    from tpu_demo.train import rotate_checkpoints
+    from tpu_demo.checkpoint import rotate_checkpoints
 
     for step in (2, 4, 10, 6):
         (tmp_path / "checkpoints" / f"step-{step}").mkdir(parents=True)
@@ -139,3 +139,27 @@ def test_activation_checkpointing_by_its_current_name_warns_of_nothing(tmp_path)
     out = tmp_path / "run"
     assert_ok(run_demo(out, "max_steps=1", "eval_strategy=no", "activation_checkpointing=true", launcher=False))
     assert summary(out)["gradient_checkpointing"]  # read from the model
+
+
+@bug_on_unpatched  # building TrainingArguments resets the Accelerator made first
+@pytest.mark.parametrize("output_dir", [None, "run"])
+def test_the_accelerator_follows_the_parsed_settings(tmp_path, monkeypatch, output_dir):
+    # make_accelerator restated TrainingArguments' defaults: without `output_dir` the Accelerator's directory was
+    # `outputs` while the arguments wrote to `trainer_output`
+    from tests.testing_utils import accelerate_environment_cleared
+    from tpu_demo.runtime import make_accelerator
+
+    monkeypatch.chdir(tmp_path)
+    raw = {"report_to": "none", "gradient_accumulation_steps": 3, **({"output_dir": output_dir} if output_dir else {})}
+    with accelerate_environment_cleared():
+        try:
+            accelerator, config = make_accelerator(raw)
+            assert accelerator.project_dir == config.training.output_dir == (output_dir or "trainer_output")
+            assert accelerator.logging_dir == config.training.output_dir
+            assert accelerator.gradient_accumulation_steps == 3 == config.training.gradient_accumulation_steps
+            assert accelerator.log_with == []
+        finally:
+            from accelerate.state import AcceleratorState, GradientState
+
+            AcceleratorState._reset_state(True)
+            GradientState._reset_state()

@@ -161,12 +161,23 @@ class LoraArguments:
     merge_lora: bool = field(default=False, metadata={"help": "final/ holds merged weights instead of the adapter"})
 
 
-ARGUMENT_CLASSES = (
-    LaunchArguments, ModelArguments, DataArguments, LossArguments, SampleArguments, LoraArguments, TrainingArguments
-)  # fmt: skip
+@dataclass
+class FineTuneConfig:
+    """The one YAML file, parsed: each part is one of the dataclasses above, `training` the `TrainingArguments`."""
 
-# The `TrainingArguments` fields the loop reads (tpu_demo/train.py and optimization.py). Any other one set to a value
-# other than its default is refused by name: nothing is accepted and ignored.
+    launch: LaunchArguments
+    model: ModelArguments
+    data: DataArguments
+    loss: LossArguments
+    samples: SampleArguments
+    lora: LoraArguments
+    training: TrainingArguments
+
+
+ARGUMENT_CLASSES = tuple(part.type for part in dataclasses.fields(FineTuneConfig))
+
+# The `TrainingArguments` fields the fine-tune reads (tpu_demo/recipe.py, runtime.py and optimization.py). Any other
+# one set to a value other than its default is refused by name: nothing is accepted and ignored.
 HONOURED_TRAINING_ARGUMENTS = {
     "output_dir", "seed", "accelerator_state_policy", "resume_from_checkpoint",
     "per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps",
@@ -212,11 +223,17 @@ def load_raw(path, overrides=()) -> dict:
 
 
 def parse_launch(raw: dict) -> LaunchArguments:
-    (launch,) = HfArgumentParser(LaunchArguments).parse_dict(raw, allow_extra_keys=True)
+    (launch,) = HfArgumentParser(LaunchArguments).parse_dict(numbers_typed(raw), allow_extra_keys=True)
     return launch
 
 
-def parse_all(raw: dict):
+def parse_data(raw: dict) -> DataArguments:
+    """The data settings alone, for what must be decided before `TrainingArguments` are (the Accelerator's loaders)."""
+    (data,) = HfArgumentParser(DataArguments).parse_dict(numbers_typed(raw), allow_extra_keys=True)
+    return data
+
+
+def parse_all(raw: dict) -> FineTuneConfig:
     """Every dataclass, refusing keys that none of them has."""
     known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(raw) - known)
@@ -234,7 +251,7 @@ def parse_all(raw: dict):
     if unknown:
         raise FineTuneError(f"unknown config keys: {', '.join(unknown)}")
     refuse_unused_training_arguments(raw)
-    return HfArgumentParser(ARGUMENT_CLASSES).parse_dict(numbers_typed(raw))
+    return FineTuneConfig(*HfArgumentParser(ARGUMENT_CLASSES).parse_dict(numbers_typed(raw)))
 
 
 def numbers_typed(raw: dict) -> dict:

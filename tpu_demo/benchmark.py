@@ -42,9 +42,10 @@ def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
     from accelerate.utils import DistributedType, set_seed
     from transformers import DiaForConditionalGeneration, get_scheduler
 
+    from tpu_demo.loss import MODEL_INPUTS, CodebookLoss
     from tpu_demo.model import register_static_mask_attention, tiny_config
     from tpu_demo.optimization import init_optimizer_state
-    from tpu_demo.train import MODEL_INPUTS, train_step
+    from tpu_demo.recipe import train_step
     from tpu_demo.xla_counters import counts
 
     set_seed(0)
@@ -55,6 +56,7 @@ def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
     on_xla = accelerator is not None and accelerator.distributed_type == DistributedType.XLA
     options = {"attn_implementation": register_static_mask_attention()} if on_xla and mode == "accelerate" else {}
     model = DiaForConditionalGeneration._from_config(tiny_config(), **options)
+    loss_fn = CodebookLoss(model.config.decoder_config.num_channels)  # uniform weights: the model's own loss
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     scheduler = get_scheduler("constant", optimizer)
     kept_on_device = []
@@ -66,7 +68,7 @@ def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
     for i, batch in enumerate(data):
         start = time.perf_counter()
         if accelerator is not None:
-            loss, _ = train_step(accelerator, model, batch, optimizer, scheduler, 1.0)
+            loss, _ = train_step(accelerator, model, batch, optimizer, scheduler, 1.0, loss_fn)
             if mode == "accelerate-before":
                 kept_on_device.append(batch["index"])
             if on_xla:

@@ -1,6 +1,7 @@
 """Checkpoints: accelerate's `save_state`/`load_state`, a check that tells a corrupt checkpoint from a failing load,
 and model weights read on the host (safetensors cannot load into XLA tensors in place)."""
 
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -95,3 +96,27 @@ def load_checkpoint(accelerator, path: Path) -> None:
         accelerator.load_state(str(path))
     finally:
         handle.remove()
+
+
+def rotate_checkpoints(output_dir, limit) -> None:
+    """`save_total_limit`: only the newest `limit` checkpoints are kept."""
+    found = step_dirs(Path(output_dir) / "checkpoints")
+    for old in found[: max(0, len(found) - limit)]:
+        shutil.rmtree(old)
+
+
+def save_final(accelerator, model, path: Path, merge_lora: bool = False) -> None:
+    """Every process takes part in collecting the weights (a collective under FSDP/DeepSpeed); only the main process
+    copies them to the host (safetensors needs host tensors, XLA's have no storage) and writes them. A LoRA model is
+    written as its adapter, or with `merge_lora` as the merged model."""
+    unwrapped = accelerator.unwrap_model(model)
+    if is_lora(unwrapped):
+        # the adapter's weights, or the merged model's under its own names (not the PEFT wrapper's `base_model.`)
+        unwrapped = unwrapped.merge_and_unload() if merge_lora else unwrapped
+        state_dict = unwrapped.state_dict()
+    else:
+        state_dict = accelerator.get_state_dict(model)
+    if accelerator.is_main_process:
+        unwrapped.save_pretrained(path, state_dict={k: v.cpu() for k, v in state_dict.items()})
+    del state_dict
+    accelerator.wait_for_everyone()

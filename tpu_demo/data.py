@@ -13,8 +13,8 @@ import torch
 from transformers import DiaProcessor, DiaTokenizer
 
 from tpu_demo.errors import FineTuneError
+from tpu_demo.tokens import AUDIO_BOS, AUDIO_EOS, AUDIO_PAD, CODEBOOK_SIZE, IGNORED_LABEL
 
-AUDIO_EOS, AUDIO_PAD, AUDIO_BOS = 1024, 1025, 1026
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
 FRAMES_PER_WORD = 3
 
@@ -22,7 +22,7 @@ FRAMES_PER_WORD = 3
 def word_frames(word: str, num_channels: int) -> torch.Tensor:
     """The fixed code frames a word sounds like: learnable from the text alone."""
     generator = torch.Generator().manual_seed(zlib.crc32(word.encode()))
-    return torch.randint(0, 1024, (FRAMES_PER_WORD, num_channels), generator=generator)
+    return torch.randint(0, CODEBOOK_SIZE, (FRAMES_PER_WORD, num_channels), generator=generator)
 
 
 def write_synthetic(data_dir, num_samples: int, num_channels: int = 9, seed: int = 0) -> Path:
@@ -78,8 +78,9 @@ class CodesDataset(torch.utils.data.Dataset):
         where = f"{item['file']} (sample {item.get('row', i + 1)})"
         if codes.dim() != 2 or codes.shape[1] != self.num_channels:
             raise FineTuneError(f"{where}: codes must be (frames, {self.num_channels}), got {tuple(codes.shape)}")
-        if codes.numel() and (codes.min() < 0 or codes.max() > 1023):
-            raise FineTuneError(f"{where}: codes must lie in 0..1023, got {int(codes.min())}..{int(codes.max())}")
+        if codes.numel() and (codes.min() < 0 or codes.max() >= CODEBOOK_SIZE):
+            found = f"{int(codes.min())}..{int(codes.max())}"
+            raise FineTuneError(f"{where}: codes must lie in 0..{CODEBOOK_SIZE - 1}, got {found}")
         return {"index": i, "text": item["text"], "codes": codes.long()}
 
 
@@ -130,7 +131,7 @@ class DiaCollator:
             audio=audio, pad_token_id=AUDIO_PAD, bos_token_id=AUDIO_BOS, precomputed_idx=indices
         )
         labels = delayed[:, 1:].clone()
-        labels = torch.where((labels == AUDIO_PAD) | (labels == AUDIO_BOS), -100, labels)
+        labels = torch.where((labels == AUDIO_PAD) | (labels == AUDIO_BOS), IGNORED_LABEL, labels)
         return {
             "input_ids": text["input_ids"],
             "attention_mask": text["attention_mask"],
@@ -140,3 +141,27 @@ class DiaCollator:
             "labels": labels.transpose(1, 2).reshape(len(samples) * num_channels, -1).long().contiguous(),
             "index": [s["index"] for s in samples],  # host ints: device loaders pass them through untouched
         }
+
+
+def split(dataset_size: int, eval_samples: int, seed: int, held_out=()) -> tuple[list[int], list[int]]:
+    """A random train/eval split, the same for the same seed (and so for a resumed run). With the data's own held-out
+    samples (a test split), evaluation takes `eval_samples` of them and training every other sample."""
+    order = torch.randperm(dataset_size, generator=torch.Generator().manual_seed(seed)).tolist()
+    if held_out:
+        held_out = set(held_out)
+        chosen = [i for i in order if i in held_out][:eval_samples]
+        return sorted(i for i in order if i not in held_out), sorted(chosen)
+    n_eval = min(eval_samples, dataset_size - 1)
+    return sorted(order[n_eval:]), sorted(order[:n_eval])
+
+
+def enough_for_a_step(samples: int, train_samples: int, eval_samples: int, args, processes: int) -> None:
+    """Refuses data that gives no training batch: the loop would wait for one forever."""
+    needed = args.per_device_train_batch_size * processes
+    if train_samples < needed:
+        raise FineTuneError(
+            f"{samples} samples, {samples - train_samples} held out for evaluation (eval_samples: {eval_samples}), "
+            f"{train_samples} left for training; one training step needs per_device_train_batch_size "
+            f"({args.per_device_train_batch_size}) x {processes} process(es) = {needed}: lower eval_samples or the "
+            "batch size, or add data"
+        )

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from tpu_demo.arguments import check_sampling
+from tpu_demo.cli import fail
 from tpu_demo.errors import FineTuneError
 from tpu_demo.samples import (
     DIA_SAMPLING,
@@ -85,8 +86,7 @@ def main(argv=None) -> int:
     try:
         written = generate(args)
     except FineTuneError as error:
-        print(f"tpu_demo: {error}", file=sys.stderr)
-        return 2
+        fail(error)
     for path, seconds in written:
         print(f"{path} ({seconds:.2f} s)")
     return 0

@@ -3,13 +3,13 @@
 python -m tpu_demo.launch tpu_demo/configs/tiny.yaml [key=value ...] [--dry-run]
 """
 
-import argparse
 import os
 import shlex
 import subprocess
 import sys
 
 from tpu_demo.arguments import load_raw, parse_launch
+from tpu_demo.cli import config_parser, fail
 from tpu_demo.errors import FineTuneError
 
 
@@ -83,15 +83,13 @@ def run_accelerate_launch(cmd, env) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="tpu_demo.launch", description=__doc__.splitlines()[0])
-    parser.add_argument("config")
-    parser.add_argument("overrides", nargs="*", help="key=value settings that replace the file's")
+    parser = config_parser("tpu_demo.launch", __doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     args = parser.parse_args(argv)
     try:
         cmd, env = accelerate_command(args.config, args.overrides)
     except FineTuneError as error:
-        sys.exit(f"tpu_demo: {error}")
+        fail(error)
     print("+ " + shlex.join([*(f"{k}={v}" for k, v in env.items()), "accelerate", "launch", *cmd]), flush=True)
     if args.dry_run:
         return 0

@@ -3,8 +3,10 @@
 import torch
 
 from tpu_demo.errors import FineTuneError
+from tpu_demo.tokens import AUDIO_EOS, IGNORED_LABEL
 
-AUDIO_EOS = 1024
+# What the collator's batches give the model (its `index` entry stays on the host).
+MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "labels")
 
 
 class CodebookLoss:
@@ -23,7 +25,7 @@ class CodebookLoss:
 
     def weighted_tokens(self, logits, labels):
         """Each target's loss and its weight (0 where it does not count)."""
-        valid = labels != -100
+        valid = labels != IGNORED_LABEL
         if self.audio_tokens_only:
             valid = valid & (labels < AUDIO_EOS)
         token_loss = torch.nn.functional.cross_entropy(
@@ -31,6 +33,24 @@ class CodebookLoss:
         )
         rows = self.weights.to(logits.device).repeat(labels.shape[0] // len(self.weights))
         return token_loss, rows[:, None] * valid
+
+    def batch_loss(self, model, batch):
+        """The training loss of a batch: the model's own where it computes exactly this one (no second pass over the
+        logits), else this loss on its logits."""
+        if self.is_models_own:
+            return model(**{k: batch[k] for k in MODEL_INPUTS}).loss
+        logits = model(**{k: batch[k] for k in MODEL_INPUTS if k != "labels"}).logits
+        return self(logits, batch["labels"])
+
+    def sample_losses(self, model, batch):
+        """Each sample's loss (evaluation gathers them across processes)."""
+        logits = model(**{k: batch[k] for k in MODEL_INPUTS}).logits
+        return self.per_sample(logits, batch["labels"], batch["input_ids"].shape[0])
+
+    @staticmethod
+    def target_tokens(labels):
+        """How many targets a batch has (for tokens per second)."""
+        return (labels != IGNORED_LABEL).sum()
 
     def __call__(self, logits, labels):
         token_loss, weight = self.weighted_tokens(logits, labels)

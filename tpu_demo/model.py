@@ -6,6 +6,7 @@ from transformers.models.dia.configuration_dia import DiaDecoderConfig, DiaEncod
 
 from tpu_demo.compat import dtype_keyword
 from tpu_demo.errors import LOAD_ERRORS, FineTuneError, require_folder
+from tpu_demo.tokens import CODEBOOK_SIZE
 
 DELAY_PATTERN = [0, 8, 9, 10, 11, 12, 13, 14, 15]
 
@@ -45,7 +46,7 @@ def tiny_codec_config(n_codebooks: int = 9) -> DacConfig:
         hidden_size=32,
         codebook_dim=4,
         n_codebooks=n_codebooks,
-        codebook_size=1024,
+        codebook_size=CODEBOOK_SIZE,
         downsampling_ratios=[2, 4, 4, 4],
         upsampling_ratios=[4, 4, 4, 2],
         sampling_rate=16000,

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 
 from tpu_demo.data import CodesDataset, write_synthetic
 from tpu_demo.errors import LOAD_ERRORS, FineTuneError
+from tpu_demo.tokens import CODEBOOK_SIZE
 
 
 def codec_matches_model(codec, model_config, model=None) -> None:
@@ -23,8 +24,9 @@ def codec_matches_model(codec, model_config, model=None) -> None:
     channels = model_config.decoder_config.num_channels
     if codec.num_codebooks != channels:
         raise FineTuneError(f"codec has {codec.num_codebooks} codebooks but the model reads {channels} channels")
-    if codec.model.config.codebook_size > 1024:
-        raise FineTuneError(f"codec codebook size {codec.model.config.codebook_size} exceeds Dia's 1024 audio codes")
+    if codec.model.config.codebook_size > CODEBOOK_SIZE:
+        size = codec.model.config.codebook_size
+        raise FineTuneError(f"codec codebook size {size} exceeds Dia's {CODEBOOK_SIZE} audio codes")
     processor_config = Path(model or "", "preprocessor_config.json")  # a local Dia folder's own processor
     if model and processor_config.is_file():
         rate = json.loads(processor_config.read_text()).get("sampling_rate")
@@ -136,21 +138,21 @@ def dia_processor(codec):
 
 def main(argv=None) -> int:
     from tpu_demo.arguments import load_raw, parse_all
+    from tpu_demo.cli import config_parser, fail
     from tpu_demo.model import model_config
 
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv:
-        raise SystemExit("usage: python -m tpu_demo.prepare CONFIG.yaml [key=value ...]")
+    args = config_parser("tpu_demo.prepare", "Encode a config's recordings into the codes cache.").parse_args(argv)
     try:
-        raw = load_raw(argv[0], argv[1:])
+        raw = load_raw(args.config, args.overrides)
         # before TrainingArguments, as in training; like `Accelerator`, honour `accelerate launch --cpu`'s variable
         PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
-        _, model_args, data_args, _, _, _, training_args = parse_all(raw)
+        config = parse_all(raw)
+        training = config.training
         dataset = training_data(
-            data_args, model_config(model_args), training_args.output_dir, training_args.seed, model_args.model
+            config.data, model_config(config.model), training.output_dir, training.seed, config.model.model
         )
     except FineTuneError as error:
-        sys.exit(f"tpu_demo: {error}")
+        fail(error)
     print(f"tpu_demo: {len(dataset)} samples ready")
     return 0
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
-from tpu_demo.arguments import check_sampling
-from tpu_demo.data import AUDIO_BOS, AUDIO_PAD
+from tpu_demo.arguments import check_sampling, refuse_settings_while_off
 from tpu_demo.errors import FineTuneError
+from tpu_demo.tokens import AUDIO_BOS, AUDIO_PAD
 
 # What Dia's published generation config (nari-labs/Dia-1.6B-0626) uses; a model's own generation config wins.
 DIA_SAMPLING = {"guidance_scale": 3.0, "temperature": 1.8, "top_p": 0.90, "top_k": 45}
@@ -201,3 +201,19 @@ def log_audio(accelerator, tag, clip, sampling_rate, step) -> None:
             import wandb
 
             tracker.log({tag: wandb.Audio(torch.as_tensor(clip).float().numpy(), sample_rate=sampling_rate)}, step)
+
+
+def sample_writer(accelerator, sample_args, data_args, model_config, output_dir, seed):
+    """The `SampleWriter` for `sample_prompts`, with the run's processor (output_dir/processor); None without prompts.
+    Sampling settings without prompts are refused."""
+    if not sample_args.sample_prompts:
+        refuse_settings_while_off(sample_args, "sample_prompts", "there are no sample_prompts to generate")
+        return None
+    if not data_args.codec:
+        raise FineTuneError("sample_prompts: needs `codec` (the DacModel that turns generated codes into audio)")
+    from transformers import DiaProcessor
+
+    processor = DiaProcessor.from_pretrained(output_dir / "processor")
+    texts = check_prompts(sample_args.sample_prompts, processor.tokenizer, data_args.max_text_tokens)
+    frames = (sample_args.sample_max_frames or data_args.max_audio_frames) + max(model_config.delay_pattern)
+    return SampleWriter(processor, texts, output_dir, frames, sample_args.sampling_overrides(), seed)

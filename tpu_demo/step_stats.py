@@ -7,6 +7,8 @@ import time
 import torch
 from accelerate.utils import DistributedType
 
+from tpu_demo.loss import CodebookLoss
+
 
 def peak_memory_mb(accelerator) -> float:
     """Peak device memory where the device reports it (CUDA, XLA), else the process's peak resident memory."""
@@ -35,7 +37,7 @@ class StepStats:
         self.micro_batches, self.steps, self.since = 0, 0, time.perf_counter()
 
     def add_micro_batch(self, loss, labels) -> None:
-        tokens = (labels != -100).sum().float()
+        tokens = CodebookLoss.target_tokens(labels).float()
         self.sums = self.sums + torch.stack([loss.detach().float(), torch.zeros_like(loss, dtype=torch.float), tokens])
         self.micro_batches += 1
 

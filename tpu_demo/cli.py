@@ -1,0 +1,20 @@
+"""What every command shares: a usage error exits 2 (argparse), a failed run exits 1 with one `tpu_demo: ...` line."""
+
+import argparse
+import sys
+from typing import NoReturn
+
+PREFIX = "tpu_demo"
+
+
+def config_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """A parser for the commands that read the one YAML config and `key=value` overrides."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("config", help="YAML file with training and accelerate settings")
+    parser.add_argument("overrides", nargs="*", help="key=value settings that replace the file's")
+    return parser
+
+
+def fail(error) -> NoReturn:
+    """Ends a command whose run failed: its reason in one line on stderr, exit code 1."""
+    sys.exit(f"{PREFIX}: {error}")
