@@ -15,8 +15,8 @@ def forward(tmp_path_factory):
     from transformers import DiaForConditionalGeneration
 
     from tpu_demo.data import CodesDataset, DiaCollator, write_synthetic
-    from tpu_demo.model import tiny_config
     from tpu_demo.loss import MODEL_INPUTS as inputs
+    from tpu_demo.model import tiny_config
 
     torch.manual_seed(0)
     model = DiaForConditionalGeneration(tiny_config()).eval()
@@ -69,8 +69,8 @@ def test_a_batch_of_one_sample_gives_the_models_loss(tmp_path):
     from transformers import DiaForConditionalGeneration
 
     from tpu_demo.data import CodesDataset, DiaCollator, write_synthetic
-    from tpu_demo.model import tiny_config
     from tpu_demo.loss import MODEL_INPUTS
+    from tpu_demo.model import tiny_config
 
     model = DiaForConditionalGeneration(tiny_config()).eval()
     data = CodesDataset(write_synthetic(tmp_path, 1))

@@ -62,8 +62,7 @@ def test_one_process_learns_and_saves_a_reloadable_model(tmp_path):
     from transformers import DiaForConditionalGeneration
 
     from tpu_demo.data import CodesDataset, DiaCollator
-    from tpu_demo.loss import CodebookLoss
-    from tpu_demo.loss import MODEL_INPUTS
+    from tpu_demo.loss import MODEL_INPUTS, CodebookLoss
 
     out = tmp_path / "run"
     assert_ok(run_demo(out, "max_steps=60", "eval_strategy=no", "save_steps=20", "save_total_limit=2"))

@@ -1,10 +1,15 @@
-"""What differs between the transformers releases the fine-tuner supports: 4.53 (the first with Dia) and newer."""
+"""What differs between the transformers releases the fine-tuner supports: 4.53 (the first with Dia) and newer.
+Every workaround for one release line lives here."""
 
 from importlib.metadata import PackageNotFoundError, version
 
 from packaging.version import Version
 
 FIRST_SUPPORTED = "4.53.0"  # pyproject.toml's `transformers>=` says the same to pip
+
+# What `from_pretrained` raises for a folder or hub id it cannot load: OSError, and on transformers 4.x also
+# huggingface_hub's HFValidationError (a ValueError) for a path that does not exist.
+LOAD_ERRORS = (OSError, ValueError)
 
 
 def unsupported_transformers() -> str | None:
@@ -24,3 +29,24 @@ def unsupported_transformers() -> str | None:
 def dtype_keyword() -> str:
     """`from_pretrained`'s name for the weights' dtype: `torch_dtype` until 4.56 renamed it `dtype`."""
     return "dtype" if Version(version("transformers")).release >= (4, 56) else "torch_dtype"
+
+
+# transformers 5.23 renamed gradient checkpointing to activation checkpointing; the old names warn at every use
+def asks_activation_checkpointing(args) -> bool:
+    """`activation_checkpointing` (5.23+, mirrored onto `gradient_checkpointing` until v6) or the old name."""
+    return bool(getattr(args, "activation_checkpointing", None) or getattr(args, "gradient_checkpointing", False))
+
+
+def enable_activation_checkpointing(model) -> None:
+    """Non-reentrant: the reentrant kind computes no gradients in a block whose inputs need none (frozen embeddings
+    under LoRA)."""
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is None:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        enable(activation_checkpointing_kwargs={"use_reentrant": False})
+
+
+def checkpoints_activations(model) -> bool:
+    checkpointing = getattr(model, "is_activation_checkpointing", None)
+    return model.is_gradient_checkpointing if checkpointing is None else checkpointing

@@ -95,19 +95,3 @@ def build_model(model_args, attn_implementation=None) -> DiaForConditionalGenera
             f"model {model_args.model}: not a Dia folder in transformers format, nor a hub id that can be "
             f"reached ({str(error).splitlines()[0]})"
         ) from None
-
-
-# transformers 5.23 renamed gradient checkpointing to activation checkpointing; the old names warn at every use
-def enable_activation_checkpointing(model) -> None:
-    """Non-reentrant: the reentrant kind computes no gradients in a block whose inputs need none (frozen embeddings
-    under LoRA)."""
-    enable = getattr(model, "activation_checkpointing_enable", None)
-    if enable is None:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    else:
-        enable(activation_checkpointing_kwargs={"use_reentrant": False})
-
-
-def checkpoints_activations(model) -> bool:
-    checkpointing = getattr(model, "is_activation_checkpointing", None)
-    return model.is_gradient_checkpointing if checkpointing is None else checkpointing

@@ -24,12 +24,13 @@ from tpu_demo.checkpoint import (
     save_checkpoint,
     save_final,
 )
+from tpu_demo.compat import asks_activation_checkpointing, enable_activation_checkpointing
 from tpu_demo.data import DiaCollator, enough_for_a_step, split
 from tpu_demo.errors import FineTuneError
 from tpu_demo.lora import with_lora
 from tpu_demo.loss import CodebookLoss
 from tpu_demo.metrics import MetricsLog
-from tpu_demo.model import build_model, enable_activation_checkpointing, register_static_mask_attention
+from tpu_demo.model import build_model, register_static_mask_attention
 from tpu_demo.optimization import init_optimizer_state, make_optimizer, make_scheduler
 from tpu_demo.prepare import save_processor, training_data
 from tpu_demo.runtime import ComputeDtype, expose_xla_loader_dataset, forward_precision, make_accelerator
@@ -103,9 +104,7 @@ class DiaFineTune:
         config, accelerator = self.config, self.accelerator
         attention = register_static_mask_attention() if self.on_xla else None
         model = build_model(config.model, attn_implementation=attention)
-        # `activation_checkpointing` since transformers 5.23, which mirrors it onto `gradient_checkpointing` until v6
-        args = config.training
-        if getattr(args, "activation_checkpointing", None) or getattr(args, "gradient_checkpointing", False):
+        if asks_activation_checkpointing(config.training):
             enable_activation_checkpointing(model)
         self.model = with_lora(accelerator, model, config.lora, config.model)
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import transformers
 
 from tpu_demo.checkpoint import step_dirs
-from tpu_demo.model import checkpoints_activations
+from tpu_demo.compat import checkpoints_activations
 
 
 def run_summary(run, final_eval: dict, elapsed: float) -> dict:
