@@ -19,10 +19,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.archives import TreeError, download, fetch_archive, sha256
 from harness.docs import replace_section
 from harness.make_patches import generate, load_edit
 from harness.pins import PATCHES, ROOT, committed_series, load_pins, version_key
-from harness.tree import TreeError, fetch_archive, sha256, touched_files
+from harness.tree import touched_files
 
 FIRST = (4, 42)  # the first minor line with `use_configured_state`, which the fix builds on
 
@@ -57,9 +58,7 @@ def pin(versions: list[str]) -> list[str]:
         if version in pins:
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
-            subprocess.run([*cmd, "--dest", tmp, f"transformers=={version}"], check=True)
-            (archive,) = Path(tmp).glob("transformers-*.tar.gz")
+            archive = download(version, Path(tmp))
             with open(PATCHES / "pins.toml", "a") as f:
                 f.write(f'["{version}"]\nsha256 = "{sha256(archive)}"\n')
         added.append(version)

@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.archives import TreeError
 from harness.pins import newest, series
-from harness.tree import TreeError, touched_files
+from harness.tree import touched_files
 
 FILES = [["src/transformers/training_args.py"], ["tests/trainer/test_training_args_accelerator_state.py"]]
 

@@ -15,8 +15,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from harness.archives import TreeError, fetch_archive
 from harness.pins import PATCHES, committed_series, series
-from harness.tree import TreeError, fetch_archive
 
 SRC = PATCHES / "src"
 UPSTREAM_TEST = "tests/trainer/test_training_args_accelerator_state.py"

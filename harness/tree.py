@@ -19,50 +19,12 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from harness.archives import TreeError, fetch_archive
+from harness.make_patches import generate
 from harness.pins import load_pins, newest, series
 
 STAMP = Path(sys.prefix) / "transformers-tree.stamp"
 LOCAL_LABEL = "accelerator.state"  # PEP 440 local version label of the patched builds
-
-
-class TreeError(Exception):
-    """The harness's one exception: a pin, an archive or a series that is not as promised. `main()`s print it."""
-
-
-def cache_dir() -> Path:
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "accelerate-state-harness"
-    path = Path(os.environ.get("HARNESS_CACHE_DIR", default))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def fetch_archive(version: str) -> Path:
-    """Returns the verified source archive of `version`, downloading it once into the cache."""
-    pins = load_pins()
-    if version not in pins:
-        raise TreeError(f"transformers {version} is not pinned in patches/pins.toml (pinned: {', '.join(pins)})")
-    cached = cache_dir() / f"transformers-{version}.tar.gz"
-    if cached.exists() and sha256(cached) == pins[version]:
-        return cached
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
-        subprocess.run([*cmd, "--dest", tmp, f"transformers=={version}"], check=True)
-        (archive,) = Path(tmp).glob("transformers-*.tar.gz")
-        got = sha256(archive)
-        if got != pins[version]:
-            raise TreeError(
-                f"transformers {version}: archive sha256 {got} does not match the pin {pins[version]}; refusing it"
-            )
-        shutil.move(archive, cached)
-    return cached
 
 
 def git(tree: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -77,8 +39,6 @@ def apply_series(tree: Path, version: str) -> None:
     """
     patches = series(version)
     if not patches:
-        from harness.make_patches import generate
-
         patches = generate(version, Path(tempfile.mkdtemp(prefix="series-")) / version)
     for patch in patches:
         result = git(tree, "apply", "--check", str(patch), check=False)

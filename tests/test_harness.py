@@ -5,10 +5,10 @@ import tarfile
 
 import pytest
 
-from harness import applies, check_patch, differential, make_patches, tree
+from harness import applies, archives, check_patch, differential, make_patches, tree
+from harness.archives import TreeError
 from harness.docs import replace_section
 from harness.pins import PATCHES, committed_series, load_pins, newest, series, version_key
-from harness.tree import TreeError
 
 TARGET = "src/transformers/training_args.py"
 
@@ -16,7 +16,7 @@ TARGET = "src/transformers/training_args.py"
 def test_archive_with_another_hash_is_refused(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(cache))
-    monkeypatch.setattr(tree, "load_pins", lambda: {"9.9.9": "0" * 64})
+    monkeypatch.setattr(archives, "load_pins", lambda: {"9.9.9": "0" * 64})
 
     def fake_download(cmd, check):  # stands in for `pip download`: an archive with other content
         source = tmp_path / "setup.py"
@@ -24,15 +24,15 @@ def test_archive_with_another_hash_is_refused(tmp_path, monkeypatch):
         with tarfile.open(f"{cmd[cmd.index('--dest') + 1]}/transformers-9.9.9.tar.gz", "w:gz") as tar:
             tar.add(source, arcname="transformers-9.9.9/setup.py")
 
-    monkeypatch.setattr(tree.subprocess, "run", fake_download)
+    monkeypatch.setattr(archives.subprocess, "run", fake_download)
     with pytest.raises(TreeError, match="transformers 9.9.9: archive sha256 .* does not match the pin 0{64}"):
-        tree.fetch_archive("9.9.9")
+        archives.fetch_archive("9.9.9")
     assert list(cache.iterdir()) == []  # nothing unverified is cached
 
 
 def test_unpinned_version_is_refused():
     with pytest.raises(TreeError, match=f"transformers 1.0.0 is not pinned .*{newest()}"):
-        tree.fetch_archive("1.0.0")
+        archives.fetch_archive("1.0.0")
 
 
 def test_every_committed_series_is_pinned_and_the_newest_pin_has_one():
