@@ -104,7 +104,7 @@ def _members(cls: ast.ClassDef) -> dict[str, ast.stmt]:
     }
 
 
-def _code(found: dict[str, bool]) -> tuple[str, str, list[str]]:
+def inserted_code(found: dict[str, bool]) -> tuple[str, str, list[str]]:
     """The field, the helper methods and the `_setup_devices` statements, from `METHODS` in the release's form."""
     source = METHODS.read_text()
     if found["old_typing"]:
@@ -153,7 +153,7 @@ def _code(found: dict[str, bool]) -> tuple[str, str, list[str]]:
 
 def edit(text: str, version: str) -> str:
     """Returns `text` (a pristine `training_args.py` of transformers `version`) with the fix applied."""
-    field, helpers, (resolve, set_aside, keep) = _code(traits(text))
+    field, helpers, (resolve, set_aside, keep) = inserted_code(traits(text))
     text = _insert_after(
         text, r"^ +- `?use_configured_state`? \(`bool`.*?(?=\n\n)", DOCSTRING_ENTRY, "the docstring entry", version
     )
