@@ -7,6 +7,7 @@ Runs on the best local device as accelerate picks it (CPU or GPU); on a TPU/XLA 
 """
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from tpu_demo.errors import FineTuneError
 from tpu_demo.samples import (
     DIA_SAMPLING,
     check_prompts,
-    generate_audio,
+    generate_checked,
     generation_device,
     generation_settings,
     write_wav,
@@ -87,12 +88,26 @@ def main(argv=None) -> int:
         written = generate(args)
     except FineTuneError as error:
         fail(error)
-    for path, seconds in written:
+    for path, seconds, problems in written:
         print(f"{path} ({seconds:.2f} s)")
+        if problems:  # what a listener would notice, said before anyone has to listen
+            print(f"tpu_demo: warning: {path} looks broken: {'; '.join(problems)}", file=sys.stderr)
     return 0
 
 
-def generate(args) -> list[tuple[Path, float]]:
+def training_seconds_per_char(model_dir: Path):
+    """The range of seconds per character of the data the model was trained on, from its run's summary.json (beside
+    final/, or above checkpoints/step-N); None when it is not there."""
+    for summary in (model_dir.parent / "summary.json", model_dir.parent.parent / "summary.json"):
+        if summary.is_file():
+            try:
+                return json.loads(summary.read_text()).get("data_seconds_per_char")
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def generate(args) -> list[tuple[Path, float, list[str]]]:
     from tpu_demo.audio import load_audio
 
     model_dir = Path(args.model_dir)
@@ -116,14 +131,14 @@ def generate(args) -> list[tuple[Path, float]]:
             raise FineTuneError(f"--audio_prompt {args.audio_prompt} does not exist")
         prompt, _ = load_audio(args.audio_prompt, rate)
     torch.manual_seed(args.seed)
-    audio = generate_audio(
+    results = generate_checked(
         model, processor, texts, args.max_new_tokens, generation_settings(model, overrides), prompt,
-        args.audio_prompt_text or "",
+        args.audio_prompt_text or "", training_seconds_per_char(model_dir),
     )  # fmt: skip
     written = []
-    for path, clip in zip(output_paths(Path(args.out), len(texts)), audio, strict=True):
+    for path, (clip, health) in zip(output_paths(Path(args.out), len(texts)), results, strict=True):
         write_wav(path, clip, rate)
-        written.append((path, len(clip) / rate))
+        written.append((path, len(clip) / rate, health["problems"]))
     return written
 
 

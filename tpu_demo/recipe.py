@@ -34,6 +34,7 @@ from tpu_demo.model import build_model, register_static_mask_attention
 from tpu_demo.optimization import init_optimizer_state, make_optimizer, make_scheduler
 from tpu_demo.prepare import save_processor, training_data
 from tpu_demo.runtime import ComputeDtype, expose_xla_loader_dataset, forward_precision, make_accelerator
+from tpu_demo.sample_health import data_seconds_per_char
 from tpu_demo.samples import sample_writer
 from tpu_demo.step_stats import StepStats
 from tpu_demo.summary import closing_lines, run_summary
@@ -123,6 +124,10 @@ class DiaFineTune:
         )
         if self.samples and self.on_xla:  # the host copy samples are generated from has the trained model's structure
             self.samples.host_model = with_lora(accelerator, build_model(config.model), config.lora, config.model)
+        if self.samples and accelerator.is_main_process:
+            extractor = self.samples.processor.feature_extractor
+            frame_rate = extractor.sampling_rate / extractor.hop_length
+            self.samples.seconds_per_char = data_seconds_per_char(self.dataset, frame_rate)
         held_out = [i for i, item in enumerate(self.dataset.items) if item.get("held_out")]
         train_indices, eval_indices = split(len(self.dataset), config.data.eval_samples, args.seed, held_out)
         processes = accelerator.num_processes
@@ -250,8 +255,13 @@ class DiaFineTune:
         if args.save_strategy == "steps" and args.save_steps and step % int(args.save_steps) == 0:
             self.save_checkpoint()
         if self.samples and sample_every and step % sample_every == 0:
-            self.samples.write(self.accelerator, self.model, step)
-            self.counters.mark("samples")
+            self._write_samples()
+
+    def _write_samples(self) -> None:
+        health = self.samples.write(self.accelerator, self.model, self.progress.step)
+        if health:  # the main process's
+            self.metrics.log(health, self.progress.step)
+        self.counters.mark("samples")
 
     def _end_of_epoch(self) -> None:
         args = self.config.training
@@ -301,8 +311,7 @@ class DiaFineTune:
         accelerator.wait_for_everyone()  # every process reaches it; only the main process writes below
         sample_every = config.samples.sample_every
         if self.samples and not self.interrupted and not (sample_every and self.max_steps % sample_every == 0):
-            self.samples.write(accelerator, self.model, step)  # and at the end
-            self.counters.mark("samples")
+            self._write_samples()  # and at the end
         if not self.interrupted:
             save_final(accelerator, self.model, self.output_dir / "final", merge_lora=config.lora.merge_lora)
             if config.data.codec and accelerator.is_main_process:  # the processor that turns its codes into audio

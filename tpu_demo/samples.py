@@ -11,7 +11,8 @@ import torch
 
 from tpu_demo.arguments import check_sampling, refuse_settings_while_off
 from tpu_demo.errors import FineTuneError
-from tpu_demo.tokens import AUDIO_BOS, AUDIO_PAD
+from tpu_demo.sample_health import sample_health
+from tpu_demo.tokens import AUDIO_BOS, AUDIO_PAD, CODEBOOK_SIZE
 
 # What Dia's published generation config (nari-labs/Dia-1.6B-0626) uses; a model's own generation config wins.
 DIA_SAMPLING = {"guidance_scale": 3.0, "temperature": 1.8, "top_p": 0.90, "top_k": 45}
@@ -116,8 +117,24 @@ def generate_codes(model, processor, texts, max_new_tokens: int, settings: dict,
 
 def generate_audio(model, processor, texts, max_new_tokens: int, settings: dict, audio_prompt=None, prompt_text=""):
     """Audio (one 1-D tensor per text) from `model`, optionally continuing `audio_prompt` spoken as `prompt_text`."""
+    return [audio for audio, _ in generate_checked(model, processor, texts, max_new_tokens, settings, audio_prompt,
+                                                   prompt_text)]  # fmt: skip
+
+
+def generate_checked(model, processor, texts, max_new_tokens, settings, audio_prompt=None, prompt_text="",
+                     seconds_per_char=None) -> list[tuple[torch.Tensor, dict]]:  # fmt: skip
+    """Each text's audio and its health (`sample_health`); `seconds_per_char`: the training data's range, if known."""
     codes, prompt_len = generate_codes(model, processor, texts, max_new_tokens, settings, audio_prompt, prompt_text)
-    return [decode(processor, row[None], prompt_len) for row in codes]
+    extractor = processor.feature_extractor
+    frame_rate = extractor.sampling_rate / extractor.hop_length
+    delay_pattern = model.config.delay_pattern
+    results = []
+    for text, row in zip(texts, codes, strict=True):
+        spoken = spoken_codes(row, delay_pattern, prompt_len)
+        audio = decode(processor, spoken)
+        health = sample_health(row, spoken, audio, text, extractor.sampling_rate, frame_rate, seconds_per_char)
+        results.append((audio, health))
+    return results
 
 
 def spoken_span(codes, prompt_len=None) -> tuple[int, int]:
@@ -142,13 +159,17 @@ def spoken_codes(codes, delay_pattern, prompt_len=None) -> torch.Tensor:
     return reverted[0, start:end]
 
 
-def decode(processor, codes, prompt_len):
-    """One generated sequence as audio; a sequence that ended at once is empty audio (the codec cannot decode zero
-    frames), which is what a listener should notice."""
-    start, end = spoken_span(codes[0], prompt_len)
-    if end - start <= 0:
+def decode(processor, spoken) -> torch.Tensor:
+    """The audio of spoken codes (frames, channels), up to the first frame the delay left incomplete (a generation
+    stopped by the length limit before the last codebooks caught up: the codec cannot decode their -1). A sequence
+    that ended at once is empty audio (the codec cannot decode zero frames), which is what a listener should notice."""
+    complete = ((spoken >= 0) & (spoken < CODEBOOK_SIZE)).all(-1)
+    frames = int(complete.long().cumprod(0).sum())
+    if frames == 0:
         return torch.zeros(0)
-    return processor.batch_decode(codes, audio_prompt_len=prompt_len)[0]
+    codec = processor.audio_tokenizer
+    with torch.no_grad():
+        return codec.decode(audio_codes=spoken[:frames].T[None].to(codec.device)).audio_values.cpu().squeeze()
 
 
 class SampleWriter:
@@ -159,6 +180,8 @@ class SampleWriter:
         self.processor, self.texts, self.seed = processor, texts, seed
         self.output_dir, self.max_new_tokens, self.overrides = Path(output_dir), max_new_tokens, overrides
         self.host_model = None
+        self.seconds_per_char = None  # the training data's range, for the health checks
+        self.health = []  # of the samples written last
 
     def model_for_generation(self, accelerator, model):
         """The trained model (its base with adapters active, for LoRA); on XLA the host copy, refreshed."""
@@ -173,24 +196,36 @@ class SampleWriter:
             unwrapped = self.host_model
         return unwrapped.get_base_model() if hasattr(unwrapped, "get_base_model") else unwrapped
 
-    def write(self, accelerator, model, step: int) -> list[Path]:
-        paths = []
+    def write(self, accelerator, model, step: int) -> dict:
+        """Generates and writes the samples of `step` (main process); returns their health as metrics
+        (`sample/prompt-N/...`), empty on the other processes."""
+        metrics, self.health = {}, []
         if accelerator.is_main_process:
             generator_model = self.model_for_generation(accelerator, model)
             settings = generation_settings(generator_model, self.overrides)
             cuda = [accelerator.device.index or 0] if accelerator.device.type == "cuda" else []
             with torch.random.fork_rng(devices=cuda):
                 torch.manual_seed(self.seed + step)
-                audio = generate_audio(generator_model, self.processor, self.texts, self.max_new_tokens, settings)
+                results = generate_checked(
+                    generator_model, self.processor, self.texts, self.max_new_tokens, settings,
+                    seconds_per_char=self.seconds_per_char,
+                )  # fmt: skip
             rate = self.processor.feature_extractor.sampling_rate
-            for number, clip in enumerate(audio, 1):
+            for number, (clip, health) in enumerate(results, 1):
                 path = self.output_dir / "samples" / f"step-{step}" / f"prompt-{number}.wav"
                 write_wav(path, clip, rate)
-                paths.append(path)
+                self.health.append({"file": str(path.relative_to(self.output_dir)), **health})
+                metrics |= health_metrics(f"sample/prompt-{number}", health)
                 if len(clip):  # trackers cannot show empty audio; the empty WAV is there to hear
                     log_audio(accelerator, f"samples/prompt-{number}", clip, rate, step)
         accelerator.wait_for_everyone()  # every process reaches it: the others wait here, not in a collective
-        return paths
+        return metrics
+
+
+def health_metrics(prefix: str, health: dict) -> dict:
+    """A sample's health as flat metrics: numbers as floats (trackers plot them), its problems as one text."""
+    metrics = {f"{prefix}/{key}": float(value) for key, value in health.items() if key != "problems"}
+    return metrics | {f"{prefix}/problems": "; ".join(health["problems"])}
 
 
 def log_audio(accelerator, tag, clip, sampling_rate, step) -> None:

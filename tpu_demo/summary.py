@@ -29,6 +29,8 @@ def run_summary(run, final_eval: dict, elapsed: float) -> dict:
         "eval_dataset_size": len(run.eval_loader.dataset),
         "train_samples_per_second": (run.progress.step - run.timed_from) * samples_per_step / elapsed,
         "samples": [str(p.relative_to(output_dir)) for p in step_dirs(output_dir / "samples")] if run.samples else [],
+        "sample_health": run.samples.health if run.samples else [],  # of the samples written last
+        "data_seconds_per_char": run.samples.seconds_per_char if run.samples else None,
         "transformers": transformers.__version__,
         "xla": run.counters.summary(),
         "data": run.dataset.description,
