@@ -20,7 +20,7 @@ def parse(**raw):
     [
         ("label_smoothing_factor", 0.1, "label_smoothing_factor: a TrainingArguments setting this fine-tuner"),
         ("eval_on_start", True, "eval_on_start: a TrainingArguments setting"),
-        ("load_best_model_at_end", True, "load_best_model_at_end: a TrainingArguments setting"),
+        ("save_only_model", True, "save_only_model: a TrainingArguments setting"),  # load_best_model_at_end: honoured
         ("bf16", True, "bf16: not read by this fine-tuner; use mixed_precision: bf16"),
         ("fp16", True, "fp16: not read by this fine-tuner; use mixed_precision: fp16"),
         ("eval_strategy", "best", "eval_strategy: 'best' is not one of no, steps, epoch"),

@@ -162,6 +162,20 @@ class LoraArguments:
 
 
 @dataclass
+class EvaluationArguments:
+    early_stopping_patience: int = field(
+        default=0,
+        metadata={
+            "help": "stop after this many evaluations without an improvement of metric_for_best_model (as the "
+            "Trainer's EarlyStoppingCallback); 0: never"
+        },
+    )
+    early_stopping_threshold: float = field(
+        default=0.0, metadata={"help": "how much better the metric must get to count as an improvement"}
+    )
+
+
+@dataclass
 class FineTuneConfig:
     """The one YAML file, parsed: each part is one of the dataclasses above, `training` the `TrainingArguments`."""
 
@@ -171,6 +185,7 @@ class FineTuneConfig:
     loss: LossArguments
     samples: SampleArguments
     lora: LoraArguments
+    evaluation: EvaluationArguments
     training: TrainingArguments
 
 
@@ -185,7 +200,7 @@ HONOURED_TRAINING_ARGUMENTS = {
     "max_grad_norm", "optim", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio",
     "logging_steps", "eval_strategy", "eval_steps", "save_strategy", "save_steps", "save_total_limit", "report_to",
     "dataloader_num_workers", "dataloader_pin_memory", "gradient_checkpointing", "activation_checkpointing",
-    "torch_compile",
+    "torch_compile", "load_best_model_at_end", "metric_for_best_model", "greater_is_better",
 }  # fmt: skip
 # Settings that belong to another key here.
 MOVED_TRAINING_ARGUMENTS = {
@@ -251,7 +266,10 @@ def parse_all(raw: dict) -> FineTuneConfig:
     if unknown:
         raise FineTuneError(f"unknown config keys: {', '.join(unknown)}")
     refuse_unused_training_arguments(raw)
-    return FineTuneConfig(*HfArgumentParser(ARGUMENT_CLASSES).parse_dict(numbers_typed(raw)))
+    try:
+        return FineTuneConfig(*HfArgumentParser(ARGUMENT_CLASSES).parse_dict(numbers_typed(raw)))
+    except ValueError as error:  # TrainingArguments' own checks, e.g. load_best_model_at_end's strategies
+        raise FineTuneError(" ".join(str(error).replace("--", "").split())) from None
 
 
 def numbers_typed(raw: dict) -> dict:

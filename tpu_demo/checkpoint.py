@@ -98,10 +98,13 @@ def load_checkpoint(accelerator, path: Path) -> None:
         handle.remove()
 
 
-def rotate_checkpoints(output_dir, limit) -> None:
-    """`save_total_limit`: only the newest `limit` checkpoints are kept."""
+def rotate_checkpoints(output_dir, limit, keep=None) -> None:
+    """`save_total_limit`: only the newest `limit` checkpoints are kept. The step `keep` (the best one) counts among
+    them and is kept too, as is the newest (to resume from), as the Trainer does with `load_best_model_at_end`."""
     found = step_dirs(Path(output_dir) / "checkpoints")
-    for old in found[: max(0, len(found) - limit)]:
+    others = [path for path in found if path.name != f"step-{keep}"]
+    newest = max(1, limit - (len(others) < len(found)))
+    for old in others[: max(0, len(others) - newest)]:
         shutil.rmtree(old)
 
 

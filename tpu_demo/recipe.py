@@ -16,9 +16,12 @@ import torch
 from accelerate.utils import DistributedType, set_seed
 from tqdm.auto import tqdm
 
+from tpu_demo.arguments import refuse_settings_while_off
+from tpu_demo.best_model import BestModel
 from tpu_demo.checkpoint import (
     checkpoint_dir,
     load_checkpoint,
+    load_model_weights_on_host,
     resolve_resume,
     rotate_checkpoints,
     save_checkpoint,
@@ -45,8 +48,9 @@ class Progress:
     """Where training stands; saved and restored with the rest of the state by `save_state`/`load_state`.
     `log_window`: the loop's sums since its last log, so a run resumed between two logs logs what it would have."""
 
-    def __init__(self):
+    def __init__(self, best):
         self.step, self.epoch, self.batches_in_epoch, self.log_window = 0, 0, 0, None
+        self.best = best  # a BestModel
 
     def state_dict(self):
         return {
@@ -54,11 +58,14 @@ class Progress:
             "epoch": self.epoch,
             "batches_in_epoch": self.batches_in_epoch,
             "log_window": self.log_window,
+            "best": self.best.state_dict(),
         }
 
     def load_state_dict(self, state):
         self.step, self.epoch, self.batches_in_epoch = state["step"], state["epoch"], state["batches_in_epoch"]
         self.log_window = state.get("log_window")  # absent from checkpoints of earlier versions
+        if state.get("best"):
+            self.best.load_state_dict(state["best"])
 
 
 def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, loss_fn):
@@ -78,9 +85,9 @@ def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, l
 class DiaFineTune:
     def __init__(self, raw: dict):
         self.raw = raw  # the YAML's settings with the command line's overrides
-        self.progress, self.history = Progress(), []  # history: the losses logged, for the summary
+        self.history = []  # the losses logged, for the summary
         self.saved_at = None  # the step last saved at: the same on every process, unlike a folder on a shared disk
-        self.interrupted = False
+        self.interrupted = self.stopped_early = False
 
     # setup: the order below is the order random numbers are drawn in; a resumed run depends on it
 
@@ -90,6 +97,7 @@ class DiaFineTune:
         set_seed(args.seed)
         if self.config.data.eval_samples == 0 and args.eval_strategy != "no":
             raise FineTuneError(f"eval_strategy: {args.eval_strategy.value} needs held-out samples (eval_samples: 0)")
+        self.progress = Progress(self._best_model())
         self.output_dir = Path(args.output_dir)
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.on_xla = self.accelerator.distributed_type == DistributedType.XLA
@@ -100,6 +108,17 @@ class DiaFineTune:
         self._prepare()
         if args.resume_from_checkpoint:
             self._resume(args.resume_from_checkpoint)
+
+    def _best_model(self) -> BestModel:
+        args, evaluation = self.config.training, self.config.evaluation
+        if evaluation.early_stopping_patience and args.eval_strategy == "no":
+            raise FineTuneError("early_stopping_patience: needs evaluations (eval_strategy: steps or epoch)")
+        if not evaluation.early_stopping_patience:
+            refuse_settings_while_off(evaluation, "early_stopping_patience", "early_stopping_patience is 0")
+        metric = args.metric_for_best_model or ("loss" if evaluation.early_stopping_patience else None)
+        return BestModel(
+            metric, args.greater_is_better, evaluation.early_stopping_patience, evaluation.early_stopping_threshold
+        )
 
     def _setup_model(self) -> None:
         config, accelerator = self.config, self.accelerator
@@ -201,13 +220,14 @@ class DiaFineTune:
             self.stats.load_state_dict(progress.log_window)
         self.started, self.timed_from = time.perf_counter(), progress.step
         self.model.train()
-        while progress.step < self.max_steps and not self.interrupted:
+        while progress.step < self.max_steps and not (self.interrupted or self.stopped_early):
             self.collator.epoch = progress.epoch
             self.train_loader.set_epoch(progress.epoch)
             finished_epoch = self._train_epoch(bar)
             if finished_epoch:
                 progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
-            if finished_epoch or not self.interrupted:  # the last epoch ends with training, as the Trainer ends it
+            # the last epoch ends with training, as the Trainer ends it; an early stop ends it at once
+            if finished_epoch or not (self.interrupted or self.stopped_early):
                 self._end_of_epoch()
         bar.close()
         self.elapsed = time.perf_counter() - self.started
@@ -234,6 +254,9 @@ class DiaFineTune:
                 bar.set_postfix(loss=f"{self._log_training():.3f}")
             self.counters.mark("train")
             self._after_step()
+            if progress.best.should_stop:
+                self.stopped_early = True
+                return False
             if progress.step == self.config.data.stop_after_steps or progress.step >= self.max_steps:
                 self.interrupted = progress.step < self.max_steps
                 return False
@@ -288,16 +311,20 @@ class DiaFineTune:
         return {"eval_loss": losses.mean().item(), "eval_samples": losses.numel(), "eval_indices": indices.tolist()}
 
     def _evaluate_and_log(self) -> None:
-        self.metrics.log(self.evaluate(), self.progress.step)
+        metrics = self.evaluate()
+        self.metrics.log(metrics, self.progress.step)
+        self.progress.best.evaluated(metrics, self.progress.step)
         self.counters.mark("eval")
 
     def save_checkpoint(self) -> None:
         args = self.config.training
         self.saved_at = self.progress.step
         self.progress.log_window = self.stats.state_dict()
+        self.progress.best.saved(self.progress.step)  # before saving: the checkpoint carries it
         save_checkpoint(self.accelerator, self.model, checkpoint_dir(self.output_dir, self.progress.step))
         if args.save_total_limit and self.accelerator.is_main_process:
-            rotate_checkpoints(self.output_dir, args.save_total_limit)
+            keep = self.progress.best.best_checkpoint() if args.load_best_model_at_end else None
+            rotate_checkpoints(self.output_dir, args.save_total_limit, keep)
         self.counters.mark("save")
 
     def finish(self) -> dict:
@@ -306,6 +333,9 @@ class DiaFineTune:
         accelerator, config, step = self.accelerator, self.config, self.progress.step
         if self.interrupted and self.saved_at != step:
             self.save_checkpoint()
+        self.final_step = step
+        if config.training.load_best_model_at_end and not self.interrupted:
+            self._load_best_model()
         final_eval = self.evaluate()
         self.counters.mark("eval")
         accelerator.wait_for_everyone()  # every process reaches it; only the main process writes below
@@ -323,6 +353,17 @@ class DiaFineTune:
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
             accelerator.print(closing_lines(summary, self.max_steps, self.output_dir))
         return summary
+
+    def _load_best_model(self) -> None:
+        """`load_best_model_at_end`: the best checkpoint's weights, for the last evaluation, samples and final/."""
+        best = self.progress.best.best_checkpoint()
+        if best is None or best == self.progress.step:
+            self.final_step = self.progress.step if best is None else best
+            return
+        load_model_weights_on_host([self.accelerator.unwrap_model(self.model)], checkpoint_dir(self.output_dir, best))
+        self.final_step = best
+        metric = f"{self.progress.best.key} {self.progress.best.checkpoints[best]:.4f}"
+        self.accelerator.print(f"loaded the best model: step {best} ({metric})")
 
     def cleanup(self) -> None:
         self.accelerator.end_training()
