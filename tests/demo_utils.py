@@ -93,3 +93,33 @@ def tiny_codec(folder, n_codebooks=9) -> Path:
 
     DacModel(tiny_codec_config(n_codebooks)).save_pretrained(folder)
     return Path(folder)
+
+
+def tiny_asr(folder) -> Path:
+    """A random wav2vec2 CTC speech recognizer (16 kHz, characters a-z and space), saved as a user's ASR folder: it
+    transcribes nonsense, which is all the plumbing and the arithmetic need."""
+    import json
+
+    from transformers import (
+        Wav2Vec2Config,
+        Wav2Vec2CTCTokenizer,
+        Wav2Vec2FeatureExtractor,
+        Wav2Vec2ForCTC,
+        Wav2Vec2Processor,
+    )
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = {"<pad>": 0, "<unk>": 1, "|": 2} | {c: i + 3 for i, c in enumerate("abcdefghijklmnopqrstuvwxyz'")}
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    tokenizer = Wav2Vec2CTCTokenizer(str(folder / "vocab.json"), word_delimiter_token="|")
+    extractor = Wav2Vec2FeatureExtractor(sampling_rate=16000, return_attention_mask=True)
+    Wav2Vec2Processor(feature_extractor=extractor, tokenizer=tokenizer).save_pretrained(folder)
+    config = Wav2Vec2Config(
+        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        conv_dim=(8, 8), conv_stride=(5, 4), conv_kernel=(10, 8), num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2, pad_token_id=0,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    Wav2Vec2ForCTC(config).save_pretrained(folder)
+    return folder

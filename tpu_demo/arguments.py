@@ -173,6 +173,17 @@ class EvaluationArguments:
     early_stopping_threshold: float = field(
         default=0.0, metadata={"help": "how much better the metric must get to count as an improvement"}
     )
+    eval_asr_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "a transformers speech-recognition model (folder or hub id, e.g. a Whisper): samples are "
+            "transcribed and their CER/WER logged; evaluations add eval_cer/eval_wer on held-out texts. Needs `codec` "
+            "and jiwer"
+        },
+    )
+    eval_asr_samples: int = field(
+        default=4, metadata={"help": "held-out texts each evaluation speaks and transcribes (eval_asr_model); 0: none"}
+    )
 
 
 @dataclass

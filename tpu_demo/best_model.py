@@ -4,16 +4,17 @@ and loaded at the end with `load_best_model_at_end`; `early_stopping_patience` e
 
 from tpu_demo.errors import FineTuneError
 
-EVAL_METRICS = ("eval_loss",)  # what `DiaFineTune.evaluate` reports
-
 
 class BestModel:
-    def __init__(self, metric: str | None, greater_is_better: bool | None, patience: int = 0, threshold: float = 0.0):
+    def __init__(
+        self, metric: str | None, greater_is_better: bool | None, patience=0, threshold=0.0, reported=("eval_loss",)
+    ):
+        """`reported`: the metrics the evaluation reports (eval_cer and eval_wer too with `eval_asr_model`)."""
         self.key = None if metric is None else metric if metric.startswith("eval_") else f"eval_{metric}"
-        if self.key is not None and self.key not in EVAL_METRICS:
+        if self.key is not None and self.key not in reported:
             raise FineTuneError(
                 f"metric_for_best_model: {metric!r} is not a metric the evaluation reports "
-                f"({', '.join(name.removeprefix('eval_') for name in EVAL_METRICS)})"
+                f"({', '.join(name.removeprefix('eval_') for name in reported)})"
             )
         self.greater_is_better = bool(greater_is_better)
         self.patience, self.threshold = patience, threshold

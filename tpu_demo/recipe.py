@@ -16,7 +16,6 @@ import torch
 from accelerate.utils import DistributedType, set_seed
 from tqdm.auto import tqdm
 
-from tpu_demo.arguments import refuse_settings_while_off
 from tpu_demo.best_model import BestModel
 from tpu_demo.checkpoint import (
     checkpoint_dir,
@@ -113,12 +112,21 @@ class DiaFineTune:
         args, evaluation = self.config.training, self.config.evaluation
         if evaluation.early_stopping_patience and args.eval_strategy == "no":
             raise FineTuneError("early_stopping_patience: needs evaluations (eval_strategy: steps or epoch)")
-        if not evaluation.early_stopping_patience:
-            refuse_settings_while_off(evaluation, "early_stopping_patience", "early_stopping_patience is 0")
+        if evaluation.early_stopping_threshold and not evaluation.early_stopping_patience:
+            raise FineTuneError("early_stopping_threshold: set, but early_stopping_patience is 0")
+        if "eval_asr_samples" in self.raw and not evaluation.eval_asr_model:
+            raise FineTuneError("eval_asr_samples: set, but there is no eval_asr_model to transcribe with")
         metric = args.metric_for_best_model or ("loss" if evaluation.early_stopping_patience else None)
-        return BestModel(
-            metric, args.greater_is_better, evaluation.early_stopping_patience, evaluation.early_stopping_threshold
-        )
+        reported = ["eval_loss"] + (["eval_cer", "eval_wer"] if self.asr_on_held_out() else [])
+        greater = args.greater_is_better
+        if metric and metric.endswith(("cer", "wer")) and "greater_is_better" not in self.raw:
+            greater = False  # TrainingArguments takes every name not ending in "loss" for higher is better
+        patience, threshold = evaluation.early_stopping_patience, evaluation.early_stopping_threshold
+        return BestModel(metric, greater, patience, threshold, reported)
+
+    def asr_on_held_out(self) -> bool:
+        evaluation = self.config.evaluation
+        return bool(evaluation.eval_asr_model and evaluation.eval_asr_samples and self.config.data.eval_samples)
 
     def _setup_model(self) -> None:
         config, accelerator = self.config, self.accelerator
@@ -139,8 +147,9 @@ class DiaFineTune:
                 save_processor(config.data.codec, self.output_dir / "processor")
             accelerator.wait_for_everyone()
         self.samples = sample_writer(
-            accelerator, config.samples, config.data, model_config, self.output_dir, args.seed
-        )
+            accelerator, config.samples, config.data, model_config, self.output_dir, args.seed,
+            config.evaluation.eval_asr_model,
+        )  # fmt: skip
         if self.samples and self.on_xla:  # the host copy samples are generated from has the trained model's structure
             self.samples.host_model = with_lora(accelerator, build_model(config.model), config.lora, config.model)
         if self.samples and accelerator.is_main_process:
@@ -154,6 +163,9 @@ class DiaFineTune:
         if accelerator.is_main_process:
             (self.output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
         train_set, eval_set = (torch.utils.data.Subset(self.dataset, ids) for ids in (train_indices, eval_indices))
+        # what evaluations speak with `eval_asr_model` (texts a training sample dropped are no test)
+        said = [self.dataset.items[i]["text"] for i in eval_indices if self.dataset.items[i]["text"].strip()]
+        self.eval_texts = said[: config.evaluation.eval_asr_samples]
         shapes = (model_config.delay_pattern, config.data.max_text_tokens, config.data.max_audio_frames)
         self.collator = DiaCollator(*shapes, text_dropout=config.data.text_dropout, seed=args.seed)
         loading = {
@@ -308,7 +320,10 @@ class DiaFineTune:
             indices.append(accelerator.gather_for_metrics(torch.tensor(batch["index"], device=accelerator.device)))
         model.train()
         losses, indices = torch.cat(losses), torch.cat(indices)
-        return {"eval_loss": losses.mean().item(), "eval_samples": losses.numel(), "eval_indices": indices.tolist()}
+        metrics = {"eval_loss": losses.mean().item(), "eval_samples": losses.numel()}
+        if self.asr_on_held_out():
+            metrics |= self.samples.held_out_rates(accelerator, model, self.eval_texts)
+        return metrics | {"eval_indices": indices.tolist()}
 
     def _evaluate_and_log(self) -> None:
         metrics = self.evaluate()

@@ -11,6 +11,7 @@ import torch
 
 from tpu_demo.arguments import check_sampling, refuse_settings_while_off
 from tpu_demo.errors import FineTuneError
+from tpu_demo.intelligibility import error_rates
 from tpu_demo.sample_health import sample_health
 from tpu_demo.tokens import AUDIO_BOS, AUDIO_PAD, CODEBOOK_SIZE
 
@@ -181,6 +182,7 @@ class SampleWriter:
         self.output_dir, self.max_new_tokens, self.overrides = Path(output_dir), max_new_tokens, overrides
         self.host_model = None
         self.seconds_per_char = None  # the training data's range, for the health checks
+        self.transcriber = None  # a Transcriber, with `eval_asr_model`
         self.health = []  # of the samples written last
 
     def model_for_generation(self, accelerator, model):
@@ -196,22 +198,32 @@ class SampleWriter:
             unwrapped = self.host_model
         return unwrapped.get_base_model() if hasattr(unwrapped, "get_base_model") else unwrapped
 
+    def speak(self, accelerator, model, texts, seed: int) -> list[tuple[torch.Tensor, dict]]:
+        """Each text's audio and health (with its transcript and error rates when there is a transcriber), generated
+        with its own random stream seeded `seed`. Main process only."""
+        generator_model = self.model_for_generation(accelerator, model)
+        settings = generation_settings(generator_model, self.overrides)
+        cuda = [accelerator.device.index or 0] if accelerator.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):
+            torch.manual_seed(seed)
+            results = generate_checked(
+                generator_model, self.processor, texts, self.max_new_tokens, settings,
+                seconds_per_char=self.seconds_per_char,
+            )  # fmt: skip
+        if self.transcriber is not None:
+            rate = self.processor.feature_extractor.sampling_rate
+            for text, (clip, health) in zip(texts, results, strict=True):
+                health["transcript"] = self.transcriber(clip, rate)
+                health |= error_rates([text], [health["transcript"]])
+        return results
+
     def write(self, accelerator, model, step: int) -> dict:
         """Generates and writes the samples of `step` (main process); returns their health as metrics
         (`sample/prompt-N/...`), empty on the other processes."""
         metrics, self.health = {}, []
-        if accelerator.is_main_process:
-            generator_model = self.model_for_generation(accelerator, model)
-            settings = generation_settings(generator_model, self.overrides)
-            cuda = [accelerator.device.index or 0] if accelerator.device.type == "cuda" else []
-            with torch.random.fork_rng(devices=cuda):
-                torch.manual_seed(self.seed + step)
-                results = generate_checked(
-                    generator_model, self.processor, self.texts, self.max_new_tokens, settings,
-                    seconds_per_char=self.seconds_per_char,
-                )  # fmt: skip
+        if accelerator.is_main_process and self.texts:
             rate = self.processor.feature_extractor.sampling_rate
-            for number, (clip, health) in enumerate(results, 1):
+            for number, (clip, health) in enumerate(self.speak(accelerator, model, self.texts, self.seed + step), 1):
                 path = self.output_dir / "samples" / f"step-{step}" / f"prompt-{number}.wav"
                 write_wav(path, clip, rate)
                 self.health.append({"file": str(path.relative_to(self.output_dir)), **health})
@@ -221,10 +233,27 @@ class SampleWriter:
         accelerator.wait_for_everyone()  # every process reaches it: the others wait here, not in a collective
         return metrics
 
+    def held_out_rates(self, accelerator, model, texts) -> dict:
+        """`eval_cer` and `eval_wer` of the model saying held-out texts, the same on every process (they decide the
+        best model and early stopping there)."""
+        from accelerate.utils import broadcast_object_list
+
+        rates = [None]
+        if accelerator.is_main_process:
+            results = self.speak(accelerator, model, texts, self.seed)
+            rates = [error_rates(texts, [health["transcript"] for _, health in results])]
+        if accelerator.num_processes > 1:
+            broadcast_object_list(rates)
+        return {f"eval_{name}": value for name, value in rates[0].items()}
+
 
 def health_metrics(prefix: str, health: dict) -> dict:
     """A sample's health as flat metrics: numbers as floats (trackers plot them), its problems as one text."""
-    metrics = {f"{prefix}/{key}": float(value) for key, value in health.items() if key != "problems"}
+    metrics = {
+        f"{prefix}/{key}": value if isinstance(value, str) else float(value)
+        for key, value in health.items()
+        if key != "problems"
+    }
     return metrics | {f"{prefix}/problems": "; ".join(health["problems"])}
 
 
@@ -238,17 +267,24 @@ def log_audio(accelerator, tag, clip, sampling_rate, step) -> None:
             tracker.log({tag: wandb.Audio(torch.as_tensor(clip).float().numpy(), sample_rate=sampling_rate)}, step)
 
 
-def sample_writer(accelerator, sample_args, data_args, model_config, output_dir, seed):
-    """The `SampleWriter` for `sample_prompts`, with the run's processor (output_dir/processor); None without prompts.
-    Sampling settings without prompts are refused."""
+def sample_writer(accelerator, sample_args, data_args, model_config, output_dir, seed, asr_model=None):
+    """The `SampleWriter` for `sample_prompts` and for `eval_asr_model`'s held-out texts, with the run's processor
+    (output_dir/processor); None without either. Sampling settings without prompts are refused."""
     if not sample_args.sample_prompts:
         refuse_settings_while_off(sample_args, "sample_prompts", "there are no sample_prompts to generate")
-        return None
+        if not asr_model:
+            return None
     if not data_args.codec:
-        raise FineTuneError("sample_prompts: needs `codec` (the DacModel that turns generated codes into audio)")
+        key = "sample_prompts" if sample_args.sample_prompts else "eval_asr_model"
+        raise FineTuneError(f"{key}: needs `codec` (the DacModel that turns generated codes into audio)")
     from transformers import DiaProcessor
 
     processor = DiaProcessor.from_pretrained(output_dir / "processor")
-    texts = check_prompts(sample_args.sample_prompts, processor.tokenizer, data_args.max_text_tokens)
+    texts = check_prompts(sample_args.sample_prompts or [], processor.tokenizer, data_args.max_text_tokens)
     frames = (sample_args.sample_max_frames or data_args.max_audio_frames) + max(model_config.delay_pattern)
-    return SampleWriter(processor, texts, output_dir, frames, sample_args.sampling_overrides(), seed)
+    writer = SampleWriter(processor, texts, output_dir, frames, sample_args.sampling_overrides(), seed)
+    if asr_model:
+        from tpu_demo.intelligibility import Transcriber
+
+        writer.transcriber = Transcriber(asr_model)
+    return writer
