@@ -50,15 +50,19 @@ def test_the_best_checkpoint_is_kept_and_becomes_final(tmp_path):
 
 @bug_on_unpatched
 def test_early_stopping_continues_exactly_after_a_resume(tmp_path):
-    # the patience counter is 2 at the interruption (step 10): the resumed run must carry it to the same stop
     settings = ["max_steps=12", *EVERY_STEP, "early_stopping_patience=3", "early_stopping_threshold=0.15"]
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
     assert_ok(run_demo(whole, *settings, launcher=False))
-    assert_ok(run_demo(resumed, *settings, "stop_after_steps=10", launcher=False))
+    stop = summary(whole)["steps"]
+    assert summary(whole)["stopped_early"] and stop < 12
+    # interrupted a step before the stop, where the patience counter is 2: the resumed run must carry it
+    assert_ok(run_demo(resumed, *settings, f"stop_after_steps={stop - 1}", launcher=False))
     assert_ok(run_demo(resumed, *settings, "resume_from_checkpoint=latest", launcher=False))
-    assert summary(whole)["stopped_early"] and 2 < summary(whole)["steps"] < 12
     keys = ("steps", "stopped_early", "best_step", "best_metric", "eval_loss")
     assert {k: summary(resumed)[k] for k in keys} == {k: summary(whole)[k] for k in keys}
+    # a run that stopped early, resumed from its last checkpoint, stays stopped (it trained on to step 11 on 4.53)
+    assert_ok(run_demo(whole, *settings, "resume_from_checkpoint=latest", launcher=False))
+    assert summary(whole)["steps"] == stop and summary(whole)["stopped_early"]
 
 
 @pytest.mark.parametrize(

@@ -231,6 +231,7 @@ class DiaFineTune:
         if progress.log_window:  # resumed between two logs
             self.stats.load_state_dict(progress.log_window)
         self.started, self.timed_from = time.perf_counter(), progress.step
+        self.stopped_early = progress.best.should_stop  # a resumed run that had stopped early stays stopped
         self.model.train()
         while progress.step < self.max_steps and not (self.interrupted or self.stopped_early):
             self.collator.epoch = progress.epoch
