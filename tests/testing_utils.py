@@ -19,6 +19,7 @@ from transformers.testing_utils import CaptureLogger
 from transformers.utils import logging
 
 from harness.scenarios import POLICY_ENV, POLICY_FIELD
+from tpu_demo.arguments import LaunchArguments
 from tpu_demo.launch import launch_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +95,8 @@ def accelerate_launch(script, *args, num_processes=2, timeout=600, env=None):
     fine-tune's launcher builds (accelerate's `get_launch_command` only formats flags: it knows no CPU processes)."""
     distributed_type = "MULTI_CPU" if num_processes > 1 else "NO"
     port = free_ports()[0] if num_processes > 1 else None
-    launch, launch_vars = launch_arguments(distributed_type, num_processes, main_process_port=port)
+    settings = LaunchArguments(num_processes=num_processes, main_process_port=port)
+    launch, launch_vars = launch_arguments(distributed_type, settings)
     cmd = [sys.executable, "-m", "accelerate.commands.launch", *launch, str(script), *map(str, args)]
     env = {**launch_vars, **(env or launch_env())}
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)

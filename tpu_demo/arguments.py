@@ -31,11 +31,36 @@ class LaunchArguments(CheckedChoices):
         },
     )
     num_processes: int = field(default=1, metadata={"help": "processes per machine"})
-    num_machines: int = field(default=1, metadata={"help": "machines"})
+    num_machines: int = field(
+        default=1, metadata={"help": "machines; each runs the same launch with its own machine_rank (not on TPU pods)"}
+    )
+    machine_rank: int = field(
+        default=0, metadata={"help": "this machine's rank, 0 (at main_process_ip) to num_machines - 1"}
+    )
+    main_process_ip: str | None = field(
+        default=None,
+        metadata={"help": "address of machine 0 that every machine reaches; needed with num_machines > 1"},
+    )
+    rdzv_backend: str = field(
+        default="static",
+        metadata={
+            "help": "torchrun rendezvous of several machines: static (machine_rank as given) or c10d (assigned)",
+            "choices": ["static", "c10d"],
+        },
+    )
     mixed_precision: str = field(
         default="no", metadata={"help": "no, fp16 or bf16", "choices": ["no", "fp16", "bf16"]}
     )
     main_process_port: int | None = field(default=None, metadata={"help": "rendezvous port for several processes"})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.num_machines > 1 and not self.main_process_ip:
+            raise FineTuneError(
+                f"num_machines: {self.num_machines} machines need main_process_ip (the address of machine 0)"
+            )
+        if not 0 <= self.machine_rank < self.num_machines:
+            raise FineTuneError(f"machine_rank: {self.machine_rank} is not in 0..{self.num_machines - 1}")
 
 
 @dataclass
@@ -242,9 +267,11 @@ def load_raw(path, overrides=()) -> dict:
     if not isinstance(raw, dict):
         raise FineTuneError(f"{path} must hold a mapping of settings")
     raw = raw | parse_overrides(overrides)
-    for key in ("mixed_precision", "eval_strategy", "save_strategy"):  # YAML 1.1 reads a bare `no` as false
+    # YAML 1.1 reads a bare `no` (and `NO`) as false
+    for key, spelling in (("mixed_precision", "no"), ("eval_strategy", "no"), ("save_strategy", "no"),
+                          ("distributed_type", "NO")):  # fmt: skip
         if raw.get(key) is False:
-            raw[key] = "no"
+            raw[key] = spelling
     return raw
 
 

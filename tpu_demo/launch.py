@@ -20,32 +20,42 @@ def detect_distributed_type(launch) -> str:
         return "XLA"
     import torch
 
-    if torch.cuda.is_available() and (launch.num_processes > 1 or torch.cuda.device_count() > 1):
+    several = launch.num_processes * launch.num_machines > 1
+    if torch.cuda.is_available() and (several or torch.cuda.device_count() > 1):
         return "MULTI_GPU"
-    return "MULTI_CPU" if launch.num_processes > 1 else "NO"
+    return "MULTI_CPU" if several else "NO"
 
 
-def launch_arguments(distributed_type, num_processes=1, mixed_precision="no", num_machines=1, main_process_port=None):
+def launch_arguments(distributed_type, launch=None):
     """`accelerate launch` arguments (up to the program) and the environment variables to set, for one of accelerate's
-    distributed types. The one builder of the command: the launcher and the tests use it."""
-    env = {}
-    cmd = ["--num_machines", str(num_machines), "--mixed_precision", mixed_precision, "--dynamo_backend", "no"]
+    distributed types and a config's `LaunchArguments`. The one builder of the command: the launcher and the tests
+    use it."""
+    from tpu_demo.arguments import LaunchArguments
+
+    launch = launch or LaunchArguments()
+    env, num_processes = {}, launch.num_processes
+    cmd = ["--num_machines", str(launch.num_machines), "--mixed_precision", launch.mixed_precision]
+    cmd += ["--dynamo_backend", "no"]
     if distributed_type in ("MULTI_CPU", "MULTI_GPU"):
         cmd += ["--multi_gpu"]
         if distributed_type == "MULTI_CPU":
             env["ACCELERATE_USE_CPU"] = "true"  # `--cpu` would force a single process
+        if launch.num_machines > 1:  # accelerate counts the processes of all machines
+            num_processes *= launch.num_machines
+            cmd += ["--machine_rank", str(launch.machine_rank), "--main_process_ip", launch.main_process_ip]
+            cmd += ["--rdzv_backend", launch.rdzv_backend]
     elif distributed_type == "XLA":
         if os.environ.get("PJRT_DEVICE", "TPU") == "CPU":
             num_processes = 1  # XLA:CPU has no collectives: one replica
             if "LOCAL_RANK" not in os.environ:  # else accelerate sees local_process_index -1 on a non-TPU XLA device
                 env["LOCAL_RANK"] = "0"
-        else:
+        else:  # on a pod slice every host runs this same launch; PJRT finds the others
             cmd += ["--tpu", "--main_training_function", "main"]
     else:
         num_processes = 1
     cmd += ["--num_processes", str(num_processes)]
-    if main_process_port is not None:
-        cmd += ["--main_process_port", str(main_process_port)]
+    if launch.main_process_port is not None:
+        cmd += ["--main_process_port", str(launch.main_process_port)]
     return cmd, env
 
 
@@ -55,9 +65,12 @@ def accelerate_command(config, overrides=()):
     distributed_type = launch.distributed_type
     if distributed_type == "auto":
         distributed_type = detect_distributed_type(launch)
-    cmd, env = launch_arguments(
-        distributed_type, launch.num_processes, launch.mixed_precision, launch.num_machines, launch.main_process_port
-    )
+    if launch.num_machines > 1 and distributed_type not in ("MULTI_CPU", "MULTI_GPU"):
+        raise FineTuneError(
+            f"num_machines: {launch.num_machines} machines need distributed_type MULTI_GPU or MULTI_CPU (a TPU pod "
+            f"slice runs the same launch on every host with num_machines 1), not {distributed_type}"
+        )
+    cmd, env = launch_arguments(distributed_type, launch)
     return [*cmd, "-m", "tpu_demo.train", str(config), *overrides], env
 
 
