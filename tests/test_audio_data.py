@@ -206,14 +206,20 @@ def test_recordings_to_a_model_that_learned(tmp_path):
     assert waveform.audio_values.shape[-1] == 10 * 128
 
 
-def test_two_processes_encode_each_file_once(tmp_path):
+def test_two_processes_share_the_encoding_and_encode_each_file_once(tmp_path):
+    # the main process encoded everything while the others waited
     manifest = recordings(tmp_path / "user", count=6)
     codec = tiny_codec(tmp_path / "codec")
     args = [CONFIG, f"dataset={manifest}", f"codec={codec}", f"output_dir={tmp_path / 'run'}", "report_to=none"]
     result = accelerate_launch(ROOT / "tpu_demo/prepare.py", *args, "too_long=truncate", num_processes=2)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "process 0: 6 samples, 6 encoded, 0 from the cache" in result.stdout
-    assert "process 1: 6 samples, 0 encoded, 6 from the cache" in result.stdout
+    assert "process 0 encoded 3 recordings" in result.stdout and "process 1 encoded 3 recordings" in result.stdout
+    assert "6 samples, 6 encoded, 0 from the cache, 2 stereo files downmixed to mono" in result.stdout
+    assert len(list((tmp_path / "run" / "audio_codes").rglob("*.pt"))) == 6 and not any(
+        (tmp_path / "run" / "audio_codes").rglob("*.tmp")
+    )
+    again = accelerate_launch(ROOT / "tpu_demo/prepare.py", *args, "too_long=truncate", num_processes=2)
+    assert "6 samples, 0 encoded, 6 from the cache" in again.stdout and "process 1 encoded 0" in again.stdout
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ kept for the user's own bookkeeping and not used in training.
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -151,6 +152,14 @@ class Prepared:
     max_text_tokens: int = 0
     stereo: int = 0
 
+    def add_encoding_of(self, parts: list["Prepared"]) -> None:
+        """What `parts` (the shares other processes encoded, now in the cache this pass read) found when encoding."""
+        encoded = sum(part.encoded for part in parts)
+        self.encoded, self.cached = encoded, self.cached - encoded
+        for name in ("silent", "short"):
+            setattr(self, name, sorted(row for part in parts for row in getattr(part, name)))
+        self.stereo = sum(part.stereo for part in parts)
+
     def summary(self) -> str:
         parts = [f"{len(self.items)} samples", f"{self.encoded} encoded", f"{self.cached} from the cache"]
         if self.stereo:
@@ -177,8 +186,9 @@ def _rows(numbers) -> str:
 
 
 def prepare(
-    rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progress=None, max_text_tokens: int | None = None
-) -> Prepared:
+    rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progress=None, max_text_tokens: int | None = None,
+    require_items: bool = True,
+) -> Prepared:  # fmt: skip
     """Codes for every row: read from the cache when this audio was encoded by this codec before, else encoded.
 
     Audio longer than `max_frames` code frames is truncated or dropped (`too_long`) and counted. The cache holds
@@ -218,7 +228,7 @@ def prepare(
                     f"row {row.row}: {row.audio}: {seconds:.3f} s of audio is too short for the codec to encode "
                     f"({str(error).splitlines()[0][:120]})"
                 ) from None
-            partial = target.with_suffix(".tmp")
+            partial = target.with_suffix(f".{os.getpid()}.tmp")  # processes encoding the same clip do not collide
             torch.save(codes, partial)
             partial.replace(target)  # whole or absent: an interrupted encoding leaves nothing half-written
             result.encoded += 1
@@ -231,6 +241,6 @@ def prepare(
         # relative to the cache folder, which the dataset joins: the cache may be a relative path
         item = {"file": str(target.relative_to(cache_dir)), "text": row.prompt, "row": row.row}
         result.items.append(item | ({"held_out": True} if row.held_out else {}))
-    if not result.items:
+    if require_items and not result.items:
         raise FineTuneError(f"no sample left to train on ({result.summary()})")
     return result

@@ -1,7 +1,7 @@
 """Speed and memory of the fine-tune step: Accelerate (the demo's `train_step`) vs a plain PyTorch loop.
 
     python -m tpu_demo.benchmark [--steps 150] [--warmup 30]
-    python -m tpu_demo.benchmark --encode     # seconds of audio a DAC encodes per second (data preparation)
+    python -m tpu_demo.benchmark --encode     # seconds of audio a DAC encodes per second, 1 and 2 processes
     python -m tpu_demo.benchmark --generate   # seconds of generation per second of audio (tiny Dia)
 
 Each loop runs in its own process (so peak memory is its own) over the same tiny Dia and the same batches.
@@ -11,12 +11,14 @@ transfers per step, for the loop as it is and as it was before the XLA fixes.
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -127,6 +129,63 @@ def encoding_speed(seconds: float = 20.0, rounds: int = 3) -> None:
             print(f"{name:<14} {rate:8.1f} s of audio per s ({threads} threads, {seconds:.0f} s clips)")
 
 
+def encoding_share(folder: str) -> None:
+    """Run by `accelerate launch`: this process encodes its share of the manifest in `folder` (as training data
+    preparation does); the main process prints the seconds of audio encoded per second by all processes."""
+    from accelerate import PartialState
+    from accelerate.utils import parse_flag_from_env
+
+    from tpu_demo.audio import Codec, prepare
+    from tpu_demo.layouts import read_recordings
+
+    state = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))  # as `accelerate launch` with CPU processes
+    rows = read_recordings(f"{folder}/metadata.csv").rows
+    codec = Codec(f"{folder}/codec")
+    state.wait_for_everyone()
+    start = time.perf_counter()
+    share = rows[state.process_index :: state.num_processes]
+    prepare(share, codec, f"{folder}/cache-{state.num_processes}", 10**9, "truncate", require_items=False)
+    state.wait_for_everyone()
+    elapsed = time.perf_counter() - start
+    if state.is_main_process:
+        audio = json.loads(Path(folder, "seconds.json").read_text())
+        rate = audio / elapsed
+        print(json.dumps({"processes": state.num_processes, "threads": torch.get_num_threads(), "rate": rate}))
+
+
+def encoding_scaling(clips: int = 8, seconds: float = 5.0) -> None:
+    """The 44.1 kHz DAC encoding a manifest's clips with 1 and 2 processes (each its share, as preparation does)."""
+    import numpy as np
+    import soundfile
+    from transformers import DacConfig, DacModel
+
+    from tpu_demo.launch import launch_arguments
+
+    cores = len(os.sched_getaffinity(0))
+    with tempfile.TemporaryDirectory() as tmp:
+        DacModel(DacConfig(sampling_rate=44100)).save_pretrained(f"{tmp}/codec")
+        rng = np.random.default_rng(0)
+        lines = ["audio,text"]
+        for number in range(clips):
+            soundfile.write(f"{tmp}/{number}.wav", rng.uniform(-0.5, 0.5, int(seconds * 44100)), 44100)
+            lines.append(f"{number}.wav,[S1] clip {number}")
+        Path(tmp, "metadata.csv").write_text("\n".join(lines) + "\n")
+        Path(tmp, "seconds.json").write_text(json.dumps(clips * seconds))
+        for processes in (1, 2):
+            from tpu_demo.arguments import LaunchArguments
+
+            cmd, env = launch_arguments(
+                "MULTI_CPU" if processes > 1 else "NO", LaunchArguments(num_processes=processes)
+            )
+            # the machine's cores split between the processes, as accelerate launch does
+            env = os.environ | env | {"OMP_NUM_THREADS": str(max(1, cores // processes))}
+            launch = [sys.executable, "-m", "accelerate.commands.launch", *cmd, "-m", "tpu_demo.benchmark"]
+            out = subprocess.run([*launch, "--encode-share", tmp], env=env, check=True, capture_output=True, text=True)
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            shape = f"{result['processes']} process(es) x {result['threads']} threads"
+            print(f"DAC 44.1 kHz, {shape}: {result['rate']:.2f} s of audio per s ({clips} clips of {seconds:.0f} s)")
+
+
 def generation_speed(frames: int = 100, rounds: int = 3) -> None:
     """Seconds of generation per second of audio: the tiny random Dia and codec, CFG on (Dia's sampling settings),
     through `tpu_demo.samples.generate_audio` on the best local device, as `python -m tpu_demo.generate` runs."""
@@ -161,9 +220,14 @@ def main(argv=None) -> int:
     parser.add_argument("--mode", choices=["plain", "accelerate", "accelerate-before"], help=argparse.SUPPRESS)
     parser.add_argument("--encode", action="store_true", help="only the audio encoding speed")
     parser.add_argument("--generate", action="store_true", help="only the generation speed (tiny Dia)")
+    parser.add_argument("--encode-share", help=argparse.SUPPRESS)  # a process of encoding_scaling
     args = parser.parse_args(argv)
+    if args.encode_share:
+        encoding_share(args.encode_share)
+        return 0
     if args.encode:
         encoding_speed()
+        encoding_scaling()
         return 0
     if args.generate:
         generation_speed()

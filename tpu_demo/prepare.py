@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from accelerate import PartialState
-from accelerate.utils import parse_flag_from_env
+from accelerate.utils import DistributedType, gather_object, parse_flag_from_env
 from tqdm.auto import tqdm
 
 from tpu_demo.data import CodesDataset, write_synthetic
@@ -68,17 +68,32 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
         print(f"tpu_demo: dataset {layout}: {len(rows)} recordings", flush=True)
     if not data_args.codec:
         raise FineTuneError(f"dataset {source} holds recordings: set `codec` to a DacModel folder or hub id")
-    codec = Codec(data_args.codec)
+    codec = Codec(data_args.codec, device=encoding_device(state))
     codec_matches_model(codec, model_config, model)
     cache_dir = Path(data_args.cache_dir or Path(output_dir) / "audio_codes")
     progress = (lambda it: tqdm(it, desc="encoding audio", unit="file")) if state.is_main_process else None
-    with state.main_process_first():
-        prepared = prepare(
-            rows, codec, cache_dir, data_args.max_audio_frames, data_args.too_long, progress, data_args.max_text_tokens
-        )
-    print(f"tpu_demo: process {state.process_index}: {prepared.summary()}", flush=True)
+    settings = (data_args.max_audio_frames, data_args.too_long)
+    if state.num_processes > 1 and state.distributed_type != DistributedType.XLA:
+        # every process encodes its share of what the cache lacks, then all read the whole cache
+        share = prepare(rows[state.process_index :: state.num_processes], codec, cache_dir, *settings, progress,
+                        data_args.max_text_tokens, require_items=False)  # fmt: skip
+        print(f"tpu_demo: process {state.process_index} encoded {share.encoded} recordings", flush=True)
+        parts = gather_object([share])
+        prepared = prepare(rows, codec, cache_dir, *settings, None, data_args.max_text_tokens)
+        prepared.add_encoding_of(parts)
+    else:  # on XLA the main process encodes on the host (gather_object has no XLA implementation)
+        with state.main_process_first():
+            prepared = prepare(rows, codec, cache_dir, *settings, progress, data_args.max_text_tokens)
+    if state.is_main_process:
+        print(f"tpu_demo: {prepared.summary()}", flush=True)
     description = f"{source}: {prepared.summary()}"
     return CodesDataset(cache_dir, items=prepared.items, num_channels=channels, description=description)
+
+
+def encoding_device(state) -> str:
+    """Where the codec runs: the process's GPU when there is one; else (CPU, and XLA, which would compile a graph per
+    clip length) the host CPU."""
+    return str(state.device) if state.device.type == "cuda" else "cpu"
 
 
 def codes_folder(path: Path) -> bool:
