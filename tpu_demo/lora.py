@@ -61,9 +61,15 @@ def load_adapter_weights(model, input_dir) -> None:
     from safetensors.torch import load_file
 
     state = load_file(Path(input_dir) / ADAPTER_WEIGHTS, device="cpu")
-    result = set_peft_model_state_dict(model, state)
-    if getattr(result, "unexpected_keys", None):
-        raise FineTuneError(f"cannot resume from {input_dir}: its adapter does not fit this model")
+    refusal = f"cannot resume from {input_dir}: its adapter does not fit this model (other LoRA settings?)"
+    try:
+        result = set_peft_model_state_dict(model, state)
+    except RuntimeError as error:  # another rank: shapes differ
+        raise FineTuneError(f"{refusal}: {str(error).splitlines()[0][:200]}") from None
+    # the base weights are missing from any adapter; an adapter weight missing is a module the checkpoint did not train
+    missing = [key for key in getattr(result, "missing_keys", []) if "lora_" in key]
+    if getattr(result, "unexpected_keys", None) or missing:
+        raise FineTuneError(refusal + (f": no weights for {missing[0]}" if missing else ""))
 
 
 def load_adapter(adapter_dir: Path, base_model: str | None):
