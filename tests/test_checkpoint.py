@@ -208,6 +208,13 @@ def test_host_load_of_another_models_weights_does_not_fit(tmp_path):
         load_model_weights_on_host([torch.nn.Linear(4, 2)], tmp_path)
 
 
+def test_host_load_of_a_checkpoint_without_this_models_weights_is_refused(tmp_path):
+    # an adapter-only (LoRA) checkpoint resumed as full fine-tuning ended in a FileNotFoundError traceback
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"")
+    with pytest.raises(FineTuneError, match=re.escape(f"cannot resume from {tmp_path}: it has no weights for this")):
+        load_model_weights_on_host([torch.nn.Linear(4, 2)], tmp_path)
+
+
 # a round trip through a real Accelerator
 
 

@@ -76,10 +76,16 @@ def load_model_weights_on_host(models, input_dir) -> None:
             continue
         ending = f"_{index}" if index else ""
         safe = Path(input_dir) / SAFE_WEIGHTS_NAME.replace(".safetensors", f"{ending}.safetensors")
+        pickled = Path(input_dir) / WEIGHTS_NAME.replace(".bin", f"{ending}.bin")
         if safe.is_file():
             state = load_file(safe, device="cpu")
-        else:
-            state = torch.load(Path(input_dir) / WEIGHTS_NAME.replace(".bin", f"{ending}.bin"), map_location="cpu")
+        elif pickled.is_file():
+            state = torch.load(pickled, map_location="cpu")
+        else:  # e.g. a LoRA checkpoint (adapter only) resumed without lora_r
+            raise FineTuneError(
+                f"cannot resume from {input_dir}: it has no weights for this model ({safe.name} or {pickled.name}); "
+                "it was saved with other settings (a LoRA checkpoint holds the adapter only: set the same lora_r)"
+            )
         try:
             model.load_state_dict(state)
         except RuntimeError as error:  # whole files, but another model's weights
