@@ -71,13 +71,22 @@ def test_early_stopping_continues_exactly_after_a_resume(tmp_path):
         (["early_stopping_threshold=0.1"], "early_stopping_threshold: set, but early_stopping_patience is 0"),
         (["early_stopping_patience=2", "eval_strategy=no"], "early_stopping_patience: needs evaluations"),
         (["load_best_model_at_end=true", "metric_for_best_model=accuracy"], "metric_for_best_model: 'accuracy' is"),
-        (["load_best_model_at_end=true", "save_strategy=epoch"], "load_best_model_at_end requires the save and eval"),
+        (["early_stopping_patience=-1"], "early_stopping_patience: -1 is negative"),  # it stopped after a step
+        (["early_stopping_patience=2", "early_stopping_threshold=-0.1"], "early_stopping_threshold: -0.1 is negative"),
     ],
 )
 @bug_on_unpatched
 def test_settings_that_cannot_work_are_refused_by_name(tmp_path, settings, message):
     result = run_demo(tmp_path / "run", "max_steps=2", *settings, launcher=False)
     assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_transformers_own_checks_end_in_one_line(tmp_path):
+    # refused while the arguments are parsed, before the accelerator state matters: on the published release too
+    settings = ["max_steps=2", "load_best_model_at_end=true", "save_strategy=epoch"]
+    result = run_demo(tmp_path / "run", *settings, launcher=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "load_best_model_at_end requires the save and eval" in result.stderr
 
 
 def test_rotation_keeps_the_best_and_the_newest(tmp_path):
@@ -100,3 +109,19 @@ def test_patience_counts_evaluations_without_a_large_enough_improvement():
         best.saved(step)
     # 0.95 and 0.45 and 0.44 improve by less than 0.1: waited 1, then reset by 0.5, then 1, 2
     assert best.should_stop and (best.best_step, best.best_metric) == (5, 0.44) and best.best_checkpoint() == 5
+
+
+@bug_on_unpatched
+def test_an_early_stop_ends_with_samples_of_the_final_model_and_says_why(tmp_path):
+    # the end samples were skipped whenever max_steps was a multiple of sample_every, however early the run stopped
+    pytest.importorskip("soundfile")
+    from tests.demo_utils import tiny_codec
+
+    out = tmp_path / "run"
+    settings = ["max_steps=8", *EVERY_STEP, "early_stopping_patience=1", "early_stopping_threshold=100",
+                f"codec={tiny_codec(tmp_path / 'codec')}", 'sample_prompts=["[S1] Hi."]', "sample_every=4",
+                "sample_max_frames=4"]  # fmt: skip
+    result = run_demo(out, *settings, launcher=False)
+    assert_ok(result)
+    assert summary(out)["samples"] == ["samples/step-2"] and (out / "samples/step-2/prompt-1.wav").is_file()
+    assert "tpu_demo: stopped early at step 2: eval_loss did not improve by more than 100" in result.stdout

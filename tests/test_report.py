@@ -115,3 +115,12 @@ def test_a_folder_that_is_not_a_run_is_named(tmp_path):
 
     result = run_main(main, [tmp_path])
     assert result.returncode == 1 and result.stderr.startswith(f"tpu_demo: {tmp_path}: no metrics.jsonl")
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", '{"step": 3, "lo'])
+def test_a_run_that_logged_nothing_is_named(tmp_path, content):
+    from tpu_demo.report import main
+
+    (tmp_path / "metrics.jsonl").write_text(content)
+    result = run_main(main, [tmp_path])
+    assert result.returncode == 1 and "no logged step" in result.stderr and not (tmp_path / "report.html").exists()

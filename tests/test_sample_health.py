@@ -42,6 +42,7 @@ def test_silence_share_and_repeats():
     [
         ("healthy", None),
         ("no_eos", "no EOS (ran to the length limit)"),
+        ("forced_eos", "no EOS (ran to the length limit)"),  # transformers forces EOS at the limit: it was missed
         ("silent", "silent"),
         ("empty", "empty"),
         ("too_long", "s per character, outside the training data's"),
@@ -58,8 +59,9 @@ def test_each_problem_is_named(case, problem):
     )
     if case == "stuck":
         spoken = spoken[:1].repeat(150, 1)  # 1.2 s of one frame
-    health = sample_health(generated, spoken, audio, text, RATE, FRAME_RATE, seconds_per_char=(0.04, 0.08))
-    assert health["eos"] == (case != "no_eos")
+    limit = len(spoken) if case == "forced_eos" else len(spoken) + 1
+    health = sample_health(generated, spoken, audio, text, RATE, FRAME_RATE, (0.04, 0.08), limit)
+    assert health["eos"] == (case not in ("no_eos", "forced_eos"))
     assert health["duration_s"] == pytest.approx(len(audio) / RATE)
     if problem is None:
         assert health["problems"] == []
@@ -112,3 +114,25 @@ def test_generate_warns_about_a_broken_result(two_process_run, tmp_path):
     assert (
         wav.is_file() and f"tpu_demo: warning: {wav} looks broken: no EOS (ran to the length limit)" in cut_off.stderr
     )
+
+
+@pytest.mark.parametrize("frames", ["0", "-3"])
+def test_a_length_limit_below_one_frame_is_a_usage_error(frames, tmp_path):
+    from tpu_demo.generate import main
+
+    result = run_main(main, [tmp_path, "[S1] Hi.", "--max_new_tokens", frames])
+    assert result.returncode == 2 and "is not a positive number of frames" in result.stderr
+
+
+@bug_on_unpatched
+@pytest.mark.xdist_group("two_process_run")
+def test_generate_on_a_folder_of_another_model_names_it(two_process_run, tmp_path):
+    # a processor folder of another kind (here a speech recogniser's) ended in a TypeError traceback
+    from tests.demo_utils import tiny_asr
+    from tpu_demo.generate import main
+
+    out, result = two_process_run
+    assert_ok(result)
+    asr = tiny_asr(tmp_path / "asr")
+    refused = run_main(main, [out / "final", "[S1] Hi.", "--processor", asr, "--out", tmp_path / "x.wav"])
+    assert refused.returncode == 1 and "no DiaProcessor" in refused.stderr and "Traceback" not in refused.stderr

@@ -309,3 +309,15 @@ def test_launcher_ends_a_ctrl_c_with_its_exit_code_and_no_traceback(monkeypatch,
 
     monkeypatch.setattr(accelerate.commands.launch, "launch_command", interrupted)
     assert run_accelerate_launch(["--num_processes", "1", "-m", "tpu_demo.train", "unused.yaml"], {}) == 130
+
+
+@bug_on_unpatched
+def test_a_new_run_into_an_earlier_runs_folder_is_refused(tmp_path):
+    # it appended to the earlier metrics.jsonl and rotated away its own checkpoints, keeping the earlier run's
+    out = tmp_path / "run"
+    assert_ok(run_demo(out, "max_steps=2", "save_steps=2", "eval_strategy=no", launcher=False))
+    before = (out / "metrics.jsonl").read_text()
+    again = run_demo(out, "max_steps=2", "save_steps=2", "eval_strategy=no", launcher=False)
+    assert again.returncode == 1 and "Traceback" not in again.stderr
+    assert f"output_dir {out} holds an earlier run (checkpoints, metrics.jsonl, final)" in again.stderr
+    assert (out / "metrics.jsonl").read_text() == before

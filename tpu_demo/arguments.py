@@ -210,6 +210,11 @@ class EvaluationArguments:
         default=4, metadata={"help": "held-out texts each evaluation speaks and transcribes (eval_asr_model); 0: none"}
     )
 
+    def __post_init__(self):
+        for name in ("early_stopping_patience", "early_stopping_threshold", "eval_asr_samples"):
+            if getattr(self, name) < 0:
+                raise FineTuneError(f"{name}: {getattr(self, name)} is negative")
+
 
 @dataclass
 class FineTuneConfig:

@@ -67,6 +67,13 @@ def output_paths(out: Path, count: int) -> list[Path]:
     return [out] if count == 1 else [out.with_name(f"{out.stem}-{n}{out.suffix}") for n in range(1, count + 1)]
 
 
+def positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not a positive number of frames")
+    return number
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="tpu_demo.generate", description=__doc__.splitlines()[0])
     parser.add_argument("model_dir", help="a run's final/, a checkpoint, or a LoRA adapter folder")
@@ -77,7 +84,7 @@ def main(argv=None) -> int:
     parser.add_argument("--audio_prompt", help="a clip whose voice the audio continues")
     parser.add_argument("--audio_prompt_text", help="the transcript of --audio_prompt (required with it)")
     parser.add_argument(
-        "--max_new_tokens", type=int, default=1720, help="audio frames at most (the 44.1 kHz DAC: 86 per second)"
+        "--max_new_tokens", type=positive, default=1720, help="audio frames at most (the 44.1 kHz DAC: 86 per second)"
     )
     parser.add_argument("--seed", type=int, default=0)
     for key, default in DIA_SAMPLING.items():

@@ -43,7 +43,10 @@ class Transcriber:
         try:
             self.pipeline = pipeline("automatic-speech-recognition", model=name_or_path, device="cpu")
         except LOAD_ERRORS as error:
-            raise FineTuneError(f"eval_asr_model {name_or_path}: {str(error).splitlines()[0]}") from None
+            said = " ".join(str(error).split())  # transformers' messages run over several lines
+            raise FineTuneError(
+                f"eval_asr_model {name_or_path}: not a speech recogniser transformers loads ({said[:300]})"
+            ) from None
         self.sampling_rate = self.pipeline.feature_extractor.sampling_rate
 
     def __call__(self, audio, sampling_rate: int) -> str:

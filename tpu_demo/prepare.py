@@ -133,7 +133,7 @@ def load_processor(folder):
     folder = Path(folder)
     try:
         return DiaProcessor.from_pretrained(folder)
-    except LOAD_ERRORS as error:
+    except (*LOAD_ERRORS, TypeError) as error:  # TypeError: a folder of another model's processor
         if not (folder / "codec").is_dir():
             reason = str(error).splitlines()[0]
             raise FineTuneError(f"{folder}: no DiaProcessor transformers can load ({reason})") from None

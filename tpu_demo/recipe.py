@@ -81,6 +81,16 @@ def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, l
     return loss, grad_norm
 
 
+def refuse_an_earlier_run(output_dir: Path) -> None:
+    """A new run into the folder of an earlier one would mix their metrics and rotate away its own checkpoints."""
+    earlier = [name for name in ("checkpoints", "metrics.jsonl", "final") if (output_dir / name).exists()]
+    if earlier:
+        raise FineTuneError(
+            f"output_dir {output_dir} holds an earlier run ({', '.join(earlier)}): continue it with "
+            "resume_from_checkpoint=latest, or give a new output_dir (cache_dir can share its encoded audio)"
+        )
+
+
 class DiaFineTune:
     def __init__(self, raw: dict):
         self.raw = raw  # the YAML's settings with the command line's overrides
@@ -97,7 +107,10 @@ class DiaFineTune:
         if self.config.data.eval_samples == 0 and args.eval_strategy != "no":
             raise FineTuneError(f"eval_strategy: {args.eval_strategy.value} needs held-out samples (eval_samples: 0)")
         self.progress = Progress(self._best_model())
+        self.transcriber = self._setup_transcriber()  # before the data: a wrong setting is told at once
         self.output_dir = Path(args.output_dir)
+        if not args.resume_from_checkpoint:
+            refuse_an_earlier_run(self.output_dir)
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.on_xla = self.accelerator.distributed_type == DistributedType.XLA
         self.metrics = MetricsLog(self.accelerator, self.output_dir)
@@ -124,6 +137,16 @@ class DiaFineTune:
         patience, threshold = evaluation.early_stopping_patience, evaluation.early_stopping_threshold
         return BestModel(metric, greater, patience, threshold, reported)
 
+    def _setup_transcriber(self):
+        name = self.config.evaluation.eval_asr_model
+        if not name:
+            return None
+        if not self.config.data.codec:
+            raise FineTuneError("eval_asr_model: needs `codec` (the DacModel that turns generated codes into audio)")
+        from tpu_demo.intelligibility import Transcriber
+
+        return Transcriber(name)
+
     def asr_on_held_out(self) -> bool:
         evaluation = self.config.evaluation
         return bool(evaluation.eval_asr_model and evaluation.eval_asr_samples and self.config.data.eval_samples)
@@ -147,8 +170,7 @@ class DiaFineTune:
                 save_processor(config.data.codec, self.output_dir / "processor")
             accelerator.wait_for_everyone()
         self.samples = sample_writer(
-            accelerator, config.samples, config.data, model_config, self.output_dir, args.seed,
-            config.evaluation.eval_asr_model,
+            accelerator, config.samples, config.data, model_config, self.output_dir, args.seed, self.transcriber,
         )  # fmt: skip
         if self.samples and self.on_xla:  # the host copy samples are generated from has the trained model's structure
             self.samples.host_model = with_lora(accelerator, build_model(config.model), config.lora, config.model)
@@ -269,6 +291,12 @@ class DiaFineTune:
             self._after_step()
             if progress.best.should_stop:
                 self.stopped_early = True
+                best = progress.best
+                accelerator.print(
+                    f"tpu_demo: stopped early at step {progress.step}: {best.key} did not improve by more than "
+                    f"{best.threshold} in {best.patience} evaluations (best {best.best_metric:.4f} at step "
+                    f"{best.best_step})"
+                )
                 return False
             if progress.step == self.config.data.stop_after_steps or progress.step >= self.max_steps:
                 self.interrupted = progress.step < self.max_steps
@@ -293,10 +321,12 @@ class DiaFineTune:
         if self.samples and sample_every and step % sample_every == 0:
             self._write_samples()
 
-    def _write_samples(self) -> None:
-        health = self.samples.write(self.accelerator, self.model, self.progress.step)
+    def _write_samples(self, step=None) -> None:
+        """The samples of the model as it is at `step` (default: now)."""
+        step = self.progress.step if step is None else step
+        health = self.samples.write(self.accelerator, self.model, step)
         if health:  # the main process's
-            self.metrics.log(health, self.progress.step)
+            self.metrics.log(health, step)
         self.counters.mark("samples")
 
     def _end_of_epoch(self) -> None:
@@ -356,8 +386,8 @@ class DiaFineTune:
         self.counters.mark("eval")
         accelerator.wait_for_everyone()  # every process reaches it; only the main process writes below
         sample_every = config.samples.sample_every
-        if self.samples and not self.interrupted and not (sample_every and self.max_steps % sample_every == 0):
-            self._write_samples()  # and at the end
+        if self.samples and not self.interrupted and not (sample_every and self.final_step % sample_every == 0):
+            self._write_samples(self.final_step)  # and at the end, of the model final/ holds
         if not self.interrupted:
             save_final(accelerator, self.model, self.output_dir / "final", merge_lora=config.lora.merge_lora)
             if config.data.codec and accelerator.is_main_process:  # the processor that turns its codes into audio

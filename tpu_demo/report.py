@@ -1,5 +1,7 @@
-"""One HTML page to compare fine-tunes at a glance: loss curves (training and evaluation), error rates, the health of
-every sample by step, and players for the samples. Plain HTML and inline SVG: it opens from disk, offline.
+"""One HTML page that compares fine-tunes at a glance: curves, sample health and players, for one run or several.
+
+Loss curves (training and evaluation), error rates, the health of every sample by step, and players for the samples.
+Plain HTML and inline SVG: it opens from disk, offline.
 
     python -m tpu_demo.report outputs/run-a                       # writes outputs/run-a/report.html
     python -m tpu_demo.report outputs/run-a outputs/run-b --out compare.html
@@ -35,6 +37,8 @@ class Run:
                 self.records.append(json.loads(line))
             except json.JSONDecodeError:
                 continue  # a line torn by an interruption
+        if not any("step" in record for record in self.records):
+            raise FineTuneError(f"{metrics_file}: no logged step (empty, or torn): nothing to report")
         summary = self.folder / "summary.json"
         self.summary = json.loads(summary.read_text()) if summary.is_file() else {}
         self.name = self.folder.resolve().name
@@ -97,7 +101,7 @@ def figure(value) -> str:
 def sample_table(run: Run, page_dir: Path) -> str:
     samples = run.samples()
     if not samples:
-        return "<p>No samples (set sample_prompts and codec).</p>"
+        return "<p>No samples in this run.</p>"
     head = "".join(
         f"<th>{name}</th>" for name in ("step", "prompt", "audio", *HEALTH_COLUMNS, "transcript", "problems")
     )
@@ -152,7 +156,8 @@ def render(runs: list[Run], page: Path) -> str:
         '<!doctype html><html><head><meta charset="utf-8"><title>Dia fine-tune report</title><style>'
         "body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;margin:1em 0}"
         "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}tr.broken{background:#fde0e0}"
-        ".chart{border:1px solid #eee;margin:4px}text{font-size:11px}</style></head><body>"
+        ".chart{border:1px solid #eee;margin:4px}text{font-size:11px}td{max-width:24em;overflow-wrap:anywhere}"
+        "</style></head><body>"
         f"<h1>Dia fine-tune report</h1><p>{legend}</p>{summary_table(runs)}<div>{charts}</div>{sections}"
         "</body></html>"
     )
@@ -160,6 +165,10 @@ def render(runs: list[Run], page: Path) -> str:
 
 def write_report(folders, out=None) -> Path:
     runs = [Run(folder) for folder in folders]
+    names = [run.name for run in runs]
+    for run in runs:  # two folders of one name (a run and its copy): told apart by their parent
+        if names.count(run.name) > 1:
+            run.name = f"{run.folder.resolve().parent.name}/{run.name}"
     page = Path(out) if out else runs[0].folder / "report.html" if len(runs) == 1 else Path("report.html")
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(render(runs, page.resolve()), encoding="utf-8")

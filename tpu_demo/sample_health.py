@@ -16,6 +16,11 @@ MOSTLY_SILENT = 0.9
 TAGS = re.compile(r"\[[^\]]*\]")  # speaker and language tags are not spoken
 
 
+def limit_frames(max_new_tokens: int, delay_pattern) -> int:
+    """The frames a generation of `max_new_tokens` says when it runs to its limit (the delay's tail and EOS cut)."""
+    return max_new_tokens - max(delay_pattern) - 1
+
+
 def spoken_characters(text: str) -> int:
     return max(1, len(" ".join(TAGS.sub(" ", text).split())))
 
@@ -42,14 +47,19 @@ def silence_share(audio, sampling_rate: int) -> float:
     return float((windows.pow(2).mean(-1).sqrt() < SILENCE_RMS).float().mean())
 
 
-def sample_health(generated, spoken, audio, text: str, sampling_rate: int, frame_rate: float, seconds_per_char=None):
+def sample_health(
+    generated, spoken, audio, text: str, sampling_rate: int, frame_rate: float, seconds_per_char=None, limit=None
+):
     """The checks of one sample. `generated`: its row as `generate` returns it (frames, channels); `spoken`: the codes
     it says (`spoken_codes`); `audio`: the decoded waveform; `seconds_per_char`: the training data's (low, high) range
-    of seconds per spoken character, if known. Returns the figures and `problems`, a list of words (empty: healthy)."""
+    of seconds per spoken character, if known; `limit`: the most frames generation could say (`limit_frames`).
+    Returns the figures and `problems`, a list of words (empty: healthy)."""
     audio = torch.as_tensor(audio).float().flatten()
     duration = len(audio) / sampling_rate
+    # transformers forces EOS as generation nears its length limit: an EOS there is the limit, not the model's
+    ended = bool((torch.as_tensor(generated)[:, 0] == AUDIO_EOS).any())
     figures = {
-        "eos": bool((torch.as_tensor(generated)[:, 0] == AUDIO_EOS).any()),
+        "eos": ended and (limit is None or len(spoken) < limit),
         "duration_s": duration,
         "seconds_per_char": duration / spoken_characters(text),
         "rms": float(audio.pow(2).mean().sqrt()) if len(audio) else 0.0,

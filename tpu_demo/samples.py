@@ -12,7 +12,7 @@ import torch
 from tpu_demo.arguments import check_sampling, refuse_settings_while_off
 from tpu_demo.errors import FineTuneError
 from tpu_demo.intelligibility import error_rates
-from tpu_demo.sample_health import sample_health
+from tpu_demo.sample_health import limit_frames, sample_health
 from tpu_demo.tokens import AUDIO_BOS, AUDIO_PAD, CODEBOOK_SIZE
 
 # What Dia's published generation config (nari-labs/Dia-1.6B-0626) uses; a model's own generation config wins.
@@ -133,7 +133,8 @@ def generate_checked(model, processor, texts, max_new_tokens, settings, audio_pr
     for text, row in zip(texts, codes, strict=True):
         spoken = spoken_codes(row, delay_pattern, prompt_len)
         audio = decode(processor, spoken)
-        health = sample_health(row, spoken, audio, text, extractor.sampling_rate, frame_rate, seconds_per_char)
+        limit = limit_frames(max_new_tokens, delay_pattern)
+        health = sample_health(row, spoken, audio, text, extractor.sampling_rate, frame_rate, seconds_per_char, limit)
         results.append((audio, health))
     return results
 
@@ -267,24 +268,20 @@ def log_audio(accelerator, tag, clip, sampling_rate, step) -> None:
             tracker.log({tag: wandb.Audio(torch.as_tensor(clip).float().numpy(), sample_rate=sampling_rate)}, step)
 
 
-def sample_writer(accelerator, sample_args, data_args, model_config, output_dir, seed, asr_model=None):
+def sample_writer(accelerator, sample_args, data_args, model_config, output_dir, seed, transcriber=None):
     """The `SampleWriter` for `sample_prompts` and for `eval_asr_model`'s held-out texts, with the run's processor
     (output_dir/processor); None without either. Sampling settings without prompts are refused."""
     if not sample_args.sample_prompts:
         refuse_settings_while_off(sample_args, "sample_prompts", "there are no sample_prompts to generate")
-        if not asr_model:
+        if transcriber is None:
             return None
     if not data_args.codec:
-        key = "sample_prompts" if sample_args.sample_prompts else "eval_asr_model"
-        raise FineTuneError(f"{key}: needs `codec` (the DacModel that turns generated codes into audio)")
+        raise FineTuneError("sample_prompts: needs `codec` (the DacModel that turns generated codes into audio)")
     from transformers import DiaProcessor
 
     processor = DiaProcessor.from_pretrained(output_dir / "processor")
     texts = check_prompts(sample_args.sample_prompts or [], processor.tokenizer, data_args.max_text_tokens)
     frames = (sample_args.sample_max_frames or data_args.max_audio_frames) + max(model_config.delay_pattern)
     writer = SampleWriter(processor, texts, output_dir, frames, sample_args.sampling_overrides(), seed)
-    if asr_model:
-        from tpu_demo.intelligibility import Transcriber
-
-        writer.transcriber = Transcriber(asr_model)
+    writer.transcriber = transcriber
     return writer
