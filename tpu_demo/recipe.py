@@ -25,6 +25,7 @@ from tpu_demo.checkpoint import (
     rotate_checkpoints,
     save_checkpoint,
     save_final,
+    step_dirs,
 )
 from tpu_demo.compat import asks_activation_checkpointing, enable_activation_checkpointing
 from tpu_demo.data import DiaCollator, enough_for_a_step, split
@@ -83,7 +84,8 @@ def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, l
 
 def refuse_an_earlier_run(output_dir: Path) -> None:
     """A new run into the folder of an earlier one would mix their metrics and rotate away its own checkpoints."""
-    earlier = [name for name in ("checkpoints", "metrics.jsonl", "final") if (output_dir / name).exists()]
+    saved = any(any(step.iterdir()) for step in step_dirs(output_dir / "checkpoints"))  # empty: not a run's
+    earlier = ["checkpoints"] * saved + [name for name in ("metrics.jsonl", "final") if (output_dir / name).exists()]
     if earlier:
         raise FineTuneError(
             f"output_dir {output_dir} holds an earlier run ({', '.join(earlier)}): continue it with "
