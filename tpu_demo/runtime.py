@@ -9,11 +9,12 @@ import contextlib
 import importlib.util
 import os
 
+import accelerate
 import torch
 import transformers
 from accelerate import Accelerator
 from accelerate.tracking import filter_trackers
-from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_xla_available
+from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_xla_available, parse_flag_from_env
 
 from tpu_demo.arguments import parse_all, parse_data, parse_launch
 from tpu_demo.errors import FineTuneError
@@ -34,6 +35,7 @@ def make_accelerator(raw):
             use_seedable_sampler=True, use_stateful_dataloader=use_stateful_dataloader(parse_data(raw))
         ),
     )
+    refuse_unsharded(accelerator)
     # What `accelerate launch --mixed_precision` exports; set here too so a direct run agrees with the Accelerator.
     os.environ["ACCELERATE_MIXED_PRECISION"] = accelerator.mixed_precision
     config = parse_all(raw)
@@ -49,6 +51,21 @@ def make_accelerator(raw):
     accelerator.project_configuration.set_directories(training.output_dir)
     accelerator.log_with = filter_trackers(trackers(training.report_to), accelerator.logging_dir)
     return accelerator, config
+
+
+def refuse_unsharded(accelerator) -> None:
+    """`accelerate launch --use_fsdp` (or `--use_deepspeed`) asked for sharding, but accelerate 1.15 set up another
+    kind (on CPU it builds DDP without a word): the run would train unsharded, so it does not start."""
+    for kind, variable in (
+        (DistributedType.FSDP, "ACCELERATE_USE_FSDP"),
+        (DistributedType.DEEPSPEED, "ACCELERATE_USE_DEEPSPEED"),
+    ):
+        if parse_flag_from_env(variable) and accelerator.distributed_type != kind:
+            raise FineTuneError(
+                f"{kind.value} was asked for ({variable}), but accelerate set up "
+                f"{accelerator.distributed_type.value}: the model would train unsharded (accelerate "
+                f"{accelerate.__version__} shards on GPUs only)"
+            )
 
 
 def trackers(report_to) -> list[str]:
