@@ -12,6 +12,7 @@ from unittest.mock import patch
 import pytest
 import torch
 import transformers
+from accelerate.state import AcceleratorState, GradientState
 from accelerate.test_utils.testing import AccelerateTestCase
 from accelerate.utils import is_torch_xla_available
 from transformers import TrainingArguments
@@ -44,10 +45,14 @@ def accelerate_environment_cleared():
 
 
 class AccelerateStateTestCase(AccelerateTestCase):
-    """accelerate's base (its singletons reset after every test), run without `ACCELERATE_*` or policy variables."""
+    """accelerate's base (its singletons reset after every test), run without `ACCELERATE_*` or policy variables, and
+    from no state: a plain test function run before it on the same xdist worker may have left one (the fine-tune's
+    data preparation and generation make a `PartialState`), which accelerate's base resets only after."""
 
     def setUp(self):
         super().setUp()
+        AcceleratorState._reset_state(True)
+        GradientState._reset_state()
         self.output_dir = self.enterContext(tempfile.TemporaryDirectory(prefix="accelerate-state-test-"))
         self.enterContext(accelerate_environment_cleared())
 
