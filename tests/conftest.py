@@ -24,6 +24,23 @@ def two_process_run(tmp_path_factory):
     return root / "run", run_demo(root / "run", *settings)
 
 
+@pytest.fixture
+def accelerator():
+    """A one-process CPU Accelerator, for unit tests of the fine-tuner's modules; accelerate's singletons are reset
+    after, as `run_main` leaves them."""
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState, GradientState
+
+    from tests.testing_utils import accelerate_environment_cleared
+
+    with accelerate_environment_cleared():
+        try:
+            yield Accelerator(cpu=True)
+        finally:
+            AcceleratorState._reset_state(True)
+            GradientState._reset_state()
+
+
 def pytest_sessionfinish(session, exitstatus):
     """The env's suite result for `harness.matrix_report` (on the controller: it sees every worker's results)."""
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -218,22 +218,6 @@ def test_host_load_of_a_checkpoint_without_this_models_weights_is_refused(tmp_pa
 # a round trip through a real Accelerator
 
 
-@pytest.fixture
-def accelerator():
-    """A one-process CPU Accelerator; accelerate's singletons are reset after, as `run_main` leaves them."""
-    from accelerate import Accelerator
-    from accelerate.state import AcceleratorState, GradientState
-
-    from tests.testing_utils import accelerate_environment_cleared
-
-    with accelerate_environment_cleared():
-        try:
-            yield Accelerator(cpu=True)
-        finally:
-            AcceleratorState._reset_state(True)
-            GradientState._reset_state()
-
-
 class Counter:
     """An object registered for checkpointing, as the fine-tune registers its progress (custom_checkpoint_0.pkl)."""
 

@@ -105,22 +105,6 @@ def test_lora_settings_are_not_accepted_and_ignored(tmp_path, settings, message)
 # Unit tests of tpu_demo.lora: no fine-tune run, so they pass on the published release too.
 
 
-@pytest.fixture
-def accelerator():
-    """A one-process CPU Accelerator; accelerate's singletons are reset after, as `run_main` leaves them."""
-    from accelerate import Accelerator
-    from accelerate.state import AcceleratorState, GradientState
-
-    from tests.testing_utils import accelerate_environment_cleared
-
-    with accelerate_environment_cleared():
-        try:
-            yield Accelerator(cpu=True)
-        finally:
-            AcceleratorState._reset_state(True)
-            GradientState._reset_state()
-
-
 def tiny_dia(seed=0):
     import torch
     from transformers import DiaForConditionalGeneration

@@ -35,22 +35,6 @@ def clock(monkeypatch):
     return clock
 
 
-@pytest.fixture
-def accelerator():
-    """A one-process CPU Accelerator; accelerate's singletons are reset after, as `run_main` leaves them."""
-    from accelerate import Accelerator
-    from accelerate.state import AcceleratorState, GradientState
-
-    from tests.testing_utils import accelerate_environment_cleared
-
-    with accelerate_environment_cleared():
-        try:
-            yield Accelerator(cpu=True)
-        finally:
-            AcceleratorState._reset_state(True)
-            GradientState._reset_state()
-
-
 def labels(targets: int) -> torch.Tensor:
     """A batch's labels with `targets` tokens a loss counts, among ignored ones (-100: padding, the text side)."""
     row = torch.full((12,), -100)
