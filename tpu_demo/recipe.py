@@ -414,4 +414,8 @@ class DiaFineTune:
         self.accelerator.print(f"loaded the best model: step {best} ({metric})")
 
     def cleanup(self) -> None:
+        # The prepared model (a DDP reducer holds the process group) goes while the group is alive: freed after it, at
+        # garbage collection with the GIL held, gloo's threads waited for the GIL forever (torch 2.13, at exit)
+        self.model = self.optimizer = self.scheduler = self.train_loader = self.eval_loader = None
+        self.accelerator.free_memory()
         self.accelerator.end_training()
