@@ -7,7 +7,8 @@ import pytest
 from harness.scenarios import POLICIES
 from tests.testing_utils import PATCHED, SCRIPTS, accelerate_launch, free_ports, launch_env
 
-SCENARIOS = [f"{policy}/{mode}" for mode in ("keep", "end_training") for policy in POLICIES] + ["default/ddp_timeout"]
+MODES = ("keep", "end_training", "fsdp_launch")
+SCENARIOS = [f"{policy}/{mode}" for mode in MODES for policy in POLICIES] + ["default/ddp_timeout"]
 pytestmark = pytest.mark.xdist_group("multiprocess")  # the checks read one launch: on one worker, it runs once
 
 
@@ -35,6 +36,18 @@ def test_every_rank_keeps_multi_cpu(ranks, policy):
             assert r["after"] is None  # discarded: the published behaviour, and the patched `reset`
         if PATCHED:
             assert ("Resetting the existing accelerator state" in r["logged"]) == (policy == "reset")
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_fsdp_set_up_by_the_launcher_is_kept(ranks, policy):
+    # `accelerate launch --use_fsdp`: the Trainer's own Accelerator would build FSDP from the same variables
+    for r in ranks[f"{policy}/fsdp_launch"]:
+        assert r["before"]["type"] == "DistributedType.FSDP" and r["before"]["world"] == 2
+        if PATCHED and policy != "reset":
+            assert r["after"] == r["before"]
+            assert "Resetting the existing accelerator state" not in r["logged"], r["logged"]
+        else:
+            assert r["after"] is None
 
 
 @pytest.mark.parametrize("policy", POLICIES)

@@ -122,18 +122,27 @@ class TrainingArguments:
         `AcceleratorState` the `Trainer` would build with them (the settings it passes to `Accelerator`).
         """
         fresh = PartialState._shared_state
-        # every attribute accelerate set, but the `cpu` request (its effect is `device`) and what it reads each time
+        # `accelerate launch --use_fsdp` (or `--use_deepspeed`) asked for it: a `Trainer`'s `Accelerator` builds the
+        # same kind from the same environment variables
+        variable = {
+            DistributedType.FSDP: "ACCELERATE_USE_FSDP",
+            DistributedType.DEEPSPEED: "ACCELERATE_USE_DEEPSPEED",
+        }.get(accelerator_state.get("distributed_type"))
+        launched_kind = variable is not None and os.environ.get(variable, "false").lower() == "true"
+        # every attribute accelerate set, but the `cpu` request (its effect is `device`) and what it reads each time;
+        # `AcceleratorState` writes its plugin's kind over the `distributed_type` of `PartialState`
+        ignored = ("_cpu", "fork_launched", "distributed_type") if launched_kind else ("_cpu", "fork_launched")
         conflicts = [
             f"`{key}` is `{partial_state.get(key)}` but `{value}` in a state built for these arguments"
             for key, value in fresh.items()
-            if key not in ("_cpu", "fork_launched") and partial_state.get(key) != value
+            if key not in ignored and partial_state.get(key) != value
         ]
         if not accelerator_state:
             return conflicts
         if self.deepspeed or self.fsdp:
             # their plugins only take effect in a state built for them
             conflicts.append("`deepspeed` or `fsdp` is set and needs a state built from these arguments")
-        elif accelerator_state["distributed_type"] != fresh["distributed_type"]:
+        elif accelerator_state["distributed_type"] != fresh["distributed_type"] and not launched_kind:
             conflicts.append(f"the existing state is `{accelerator_state['distributed_type']}`, set by a plugin")
         mixed_precision = self.mixed_precision
         if accelerator_state["_mixed_precision"] != mixed_precision:

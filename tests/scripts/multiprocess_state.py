@@ -4,7 +4,8 @@
 
 POLICY is a value of the policy variable (or `default`: unset). MODE `keep` builds the arguments over the live state,
 `end_training` destroys the process group first, `ddp_timeout` asks for a timeout that an existing process group
-cannot take any more. The scenarios run one after the other in the same processes (one launch: the interpreters
+cannot take any more, `fsdp_launch` builds the Accelerator as `accelerate launch --use_fsdp` does on GPUs (FSDP from
+the environment; `fsdp_on_cpu` makes accelerate set it up on CPU processes). The scenarios run one after the other in the same processes (one launch: the interpreters
 start once); each begins from no accelerate state, over the process group the previous one left.
 """
 
@@ -19,6 +20,8 @@ from transformers import TrainingArguments
 from transformers.testing_utils import CaptureLogger
 from transformers.utils import logging
 
+from fsdp_on_cpu import build_fsdp_on_cpu
+
 
 def describe(accelerator):
     state = accelerator.state
@@ -32,6 +35,10 @@ def run(output_dir, policy, mode, rebuilds):
     if policy != "default":
         os.environ["TRANSFORMERS_ACCELERATOR_STATE_POLICY"] = policy
     AcceleratorState._reset_state(True)
+    for variable in ("ACCELERATE_USE_FSDP", "FSDP_VERSION"):
+        os.environ.pop(variable, None)
+    if mode == "fsdp_launch":  # the variables `accelerate launch --use_fsdp --fsdp_version 2` exports
+        os.environ.update(ACCELERATE_USE_FSDP="true", FSDP_VERSION="2")
     accelerator = Accelerator()
     before = describe(accelerator)
     if mode == "end_training":
@@ -47,6 +54,7 @@ def run(output_dir, policy, mode, rebuilds):
     return {"before": before, "after": after, "logged": logged.out}
 
 
+build_fsdp_on_cpu()
 output_dir, scenarios = sys.argv[1], sys.argv[2:]
 results = {}
 for scenario in scenarios:
