@@ -132,7 +132,10 @@ def test_a_whole_checkpoint_passes(tmp_path, weights):
 def test_a_checkpoint_without_weights_names_the_files_it_lacks(tmp_path):
     path = whole_checkpoint(tmp_path / "step-1")
     (path / SAFE_WEIGHTS_NAME).unlink()
-    message = f"cannot resume from {path}: it has no model.safetensors, pytorch_model.bin or adapter_model.safetensors"
+    message = (
+        f"cannot resume from {path}: it has no model.safetensors, pytorch_model.bin, adapter_model.safetensors or "
+        "pytorch_model_fsdp_0/.metadata (a sharded run's)"
+    )
     with pytest.raises(FineTuneError, match=re.escape(message)):
         verify_checkpoint(path)
 

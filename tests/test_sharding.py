@@ -1,15 +1,21 @@
-"""Sharding asked for is sharding done, or the run does not start: accelerate 1.15 turns `--use_fsdp` on CPU
-processes into DDP without a word (see the notes), which would train an unsharded model."""
+"""Sharding asked for is sharding done, or the run does not start. `sharding: fsdp` trains with accelerate's FSDP2
+plugin on GPUs; accelerate 1.15 turns `--use_fsdp` on CPU processes into DDP without a word (see the notes), so the
+sharded run is proven on CPU with `tests/scripts/fsdp_on_cpu.py`, which sets FSDP up there as accelerate does on GPUs
+(torch's FSDP2 itself shards over gloo)."""
 
 import subprocess
 import sys
 
-from tests.demo_utils import CONFIG
-from tests.testing_utils import ROOT, free_ports, launch_env, require_dia
+import pytest
+import torch
+
+from tests.demo_utils import CONFIG, assert_ok, losses_by_step, run_demo, summary
+from tests.testing_utils import ROOT, SCRIPTS, bug_on_unpatched, free_ports, launch_env, require_dia
 from tpu_demo.arguments import LaunchArguments
-from tpu_demo.launch import launch_arguments
+from tpu_demo.launch import FSDP_FLAGS, launch_arguments
 
 pytestmark = require_dia
+RUN = ["max_steps=4", "logging_steps=1", "save_steps=2", "eval_steps=4", "report_to=none"]
 
 
 def test_fsdp_that_accelerate_does_not_set_up_is_refused(tmp_path):
@@ -25,3 +31,68 @@ def test_fsdp_that_accelerate_does_not_set_up_is_refused(tmp_path):
     assert "tpu_demo: FSDP was asked for (ACCELERATE_USE_FSDP), but accelerate set up MULTI_CPU" in result.stderr
     # accelerate's launcher reports the failed child with its own traceback; the program's frames are not in it
     assert not (tmp_path / "run" / "final").exists() and str(ROOT / "tpu_demo") not in result.stderr
+
+
+def sharded_run(output_dir, *overrides):
+    """The fine-tune on two CPU processes with accelerate's FSDP2 plugin, from the flags `tpu_demo.launch` passes on
+    GPUs (`fsdp_on_cpu` makes accelerate 1.15 set FSDP up on CPU processes, as it does on GPUs)."""
+    cmd, env = launch_arguments("MULTI_CPU", LaunchArguments(num_processes=2, main_process_port=free_ports()[0]))
+    assert "--use_fsdp" not in cmd
+    cmd = [flag for flag in cmd if flag != "--multi_gpu"] + FSDP_FLAGS
+    settings = [f"output_dir={output_dir}", *RUN, "sharding=fsdp", *overrides]
+    return subprocess.run(
+        [sys.executable, "-m", "accelerate.commands.launch", *cmd, str(SCRIPTS / "fsdp_on_cpu.py"), str(CONFIG),
+         *settings],
+        env={**launch_env(), **env}, cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+@bug_on_unpatched
+def test_sharded_training_equals_unsharded_and_resumes_exactly(tmp_path):
+    from transformers import DiaForConditionalGeneration
+
+    unsharded, sharded, resumed = tmp_path / "ddp", tmp_path / "fsdp", tmp_path / "fsdp_resumed"
+    assert_ok(run_demo(unsharded, *RUN, "num_processes=2", "distributed_type=MULTI_CPU"))
+    assert_ok(sharded_run(sharded))
+    assert summary(sharded)["distributed_type"] == "DistributedType.FSDP"
+    assert losses_by_step(sharded) == pytest.approx(losses_by_step(unsharded), rel=1e-5)
+    # checkpoints stay sharded: one part per process, written by each
+    parts = sorted(p.name for p in (sharded / "checkpoints/step-2/pytorch_model_fsdp_0").iterdir())
+    assert parts == [".metadata", "__0_0.distcp", "__1_0.distcp"], parts
+    # final/ is whole: transformers loads it, the weights of the unsharded run within float tolerance
+    model = DiaForConditionalGeneration.from_pretrained(sharded / "final")
+    reference = DiaForConditionalGeneration.from_pretrained(unsharded / "final").state_dict()
+    for name, tensor in model.state_dict().items():
+        torch.testing.assert_close(tensor, reference[name], rtol=1e-5, atol=1e-6, msg=name)
+    # interrupted after the checkpoint at step 2, resumed from the sharded checkpoint: the uninterrupted run's losses
+    assert_ok(sharded_run(resumed, "stop_after_steps=2"))
+    result = sharded_run(resumed, "resume_from_checkpoint=latest")
+    assert_ok(result)
+    assert "resumed at step 2" in result.stdout
+    assert losses_by_step(resumed) == losses_by_step(sharded)
+    assert summary(resumed)["eval_loss"] == summary(sharded)["eval_loss"]
+
+
+def test_launcher_passes_accelerates_fsdp_flags_on_gpus():
+    cmd, env = launch_arguments("MULTI_GPU", LaunchArguments(num_processes=4, sharding="fsdp"))
+    assert "--multi_gpu" not in cmd and cmd[cmd.index("--use_fsdp") :][: len(FSDP_FLAGS)] == FSDP_FLAGS
+    assert cmd[cmd.index("--num_processes") + 1] == "4" and env == {}
+
+
+@pytest.mark.parametrize("distributed_type", ["NO", "MULTI_CPU", "XLA"])
+def test_sharding_where_accelerate_cannot_is_refused_before_the_launch(distributed_type):
+    result = subprocess.run(
+        [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), "sharding=fsdp", f"distributed_type={distributed_type}",
+         "num_processes=2", "--dry-run"],
+        env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"sharding: fsdp needs GPUs (distributed_type MULTI_GPU), not {distributed_type}" in result.stderr
+
+
+def test_sharding_asked_in_the_config_but_not_set_up_is_refused(tmp_path):
+    # e.g. `accelerate launch --multi_gpu -m tpu_demo.train` with `sharding: fsdp` in the YAML
+    result = run_demo(tmp_path / "run", "sharding=fsdp", "max_steps=1", launcher=False)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "tpu_demo: sharding: fsdp, but accelerate set up NO: the model would train unsharded" in result.stderr
+    assert not (tmp_path / "run" / "final").exists()

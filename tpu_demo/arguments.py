@@ -52,6 +52,14 @@ class LaunchArguments(CheckedChoices):
         default="no", metadata={"help": "no, fp16 or bf16", "choices": ["no", "fp16", "bf16"]}
     )
     main_process_port: int | None = field(default=None, metadata={"help": "rendezvous port for several processes"})
+    sharding: str = field(
+        default="no",
+        metadata={
+            "help": "no: every process holds the whole model (DDP, XLA replicas); fsdp: weights, gradients and "
+            "optimizer state sharded over the processes (accelerate's FSDP2 plugin, GPUs only in accelerate 1.15)",
+            "choices": ["no", "fsdp"],
+        },
+    )
 
     def __post_init__(self):
         super().__post_init__()

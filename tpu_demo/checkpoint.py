@@ -6,7 +6,8 @@ import zipfile
 from pathlib import Path
 
 import torch
-from accelerate.utils import SAFE_WEIGHTS_NAME, WEIGHTS_NAME
+from accelerate.utils import SAFE_WEIGHTS_NAME, WEIGHTS_NAME, DistributedType
+from accelerate.utils.constants import FSDP_MODEL_NAME
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
@@ -46,9 +47,14 @@ def resolve_resume(path, output_dir) -> Path:
 def verify_checkpoint(path: Path) -> None:
     """Every file `save_state` wrote is whole (zip CRCs of torch files, the safetensors header against the file size);
     a checkpoint is called corrupt only here, so a load that fails later is reported as what it is."""
-    if not any((path / name).is_file() for name in (SAFE_WEIGHTS_NAME, WEIGHTS_NAME, ADAPTER_WEIGHTS)):
+    sharded = path / f"{FSDP_MODEL_NAME}_0"  # torch.distributed.checkpoint: each process's part, and a .metadata
+    if (
+        not any((path / name).is_file() for name in (SAFE_WEIGHTS_NAME, WEIGHTS_NAME, ADAPTER_WEIGHTS))
+        and not (sharded / ".metadata").is_file()
+    ):
         raise FineTuneError(
-            f"cannot resume from {path}: it has no {SAFE_WEIGHTS_NAME}, {WEIGHTS_NAME} or {ADAPTER_WEIGHTS}"
+            f"cannot resume from {path}: it has no {SAFE_WEIGHTS_NAME}, {WEIGHTS_NAME}, {ADAPTER_WEIGHTS} or "
+            f"{sharded.name}/.metadata (a sharded run's)"
         )
     for file in sorted(path.iterdir()):
         try:
@@ -97,6 +103,9 @@ def load_model_weights_on_host(models, input_dir) -> None:
 
 def load_checkpoint(accelerator, path: Path) -> None:
     verify_checkpoint(path)
+    if accelerator.distributed_type == DistributedType.FSDP:  # each process reads its own part of the weights
+        accelerator.load_state(str(path))
+        return
     handle = accelerator.register_load_state_pre_hook(load_model_weights_on_host)
     try:
         accelerator.load_state(str(path))

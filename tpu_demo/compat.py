@@ -50,3 +50,12 @@ def enable_activation_checkpointing(model) -> None:
 def checkpoints_activations(model) -> bool:
     checkpointing = getattr(model, "is_activation_checkpointing", None)
     return model.is_gradient_checkpointing if checkpointing is None else checkpointing
+
+
+def name_input_embeddings(model) -> None:
+    """accelerate's FSDP2 asks `get_input_embeddings()` for a unit of its own; Dia's raises NotImplementedError (5.23:
+    its base model does not say which of its two embeddings). The decoder's, the larger, gets it."""
+    try:
+        model.get_input_embeddings()
+    except NotImplementedError:
+        model.get_input_embeddings = lambda: model.model.decoder.embeddings

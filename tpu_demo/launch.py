@@ -13,6 +13,15 @@ from tpu_demo.cli import config_parser, fail
 from tpu_demo.errors import FineTuneError
 
 
+# FSDP2: each encoder and decoder layer its own unit, gathered for its forward and backward only
+FSDP_FLAGS = [
+    "--use_fsdp", "--fsdp_version", "2", "--fsdp_reshard_after_forward", "true",
+    "--fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP",
+    "--fsdp_transformer_layer_cls_to_wrap", "DiaEncoderLayer,DiaDecoderLayer",
+    "--fsdp_state_dict_type", "SHARDED_STATE_DICT",
+]  # fmt: skip
+
+
 def detect_distributed_type(launch) -> str:
     from accelerate.utils import is_torch_xla_available  # accelerate's own check: its reading of USE_TORCH_XLA
 
@@ -37,7 +46,9 @@ def launch_arguments(distributed_type, launch=None):
     cmd = ["--num_machines", str(launch.num_machines), "--mixed_precision", launch.mixed_precision]
     cmd += ["--dynamo_backend", "no"]
     if distributed_type in ("MULTI_CPU", "MULTI_GPU"):
-        cmd += ["--multi_gpu"]
+        # accelerate takes one of --multi_gpu and --use_fsdp; checkpoints of a sharded run stay sharded (each process
+        # writes its part); `final/` is gathered whole
+        cmd += FSDP_FLAGS if launch.sharding == "fsdp" else ["--multi_gpu"]
         if distributed_type == "MULTI_CPU":
             env["ACCELERATE_USE_CPU"] = "true"  # `--cpu` would force a single process
         if launch.num_machines > 1:  # accelerate counts the processes of all machines
@@ -70,8 +81,20 @@ def accelerate_command(config, overrides=()):
             f"num_machines: {launch.num_machines} machines need distributed_type MULTI_GPU or MULTI_CPU (a TPU pod "
             f"slice runs the same launch on every host with num_machines 1), not {distributed_type}"
         )
+    if launch.sharding == "fsdp" and distributed_type != "MULTI_GPU":
+        raise FineTuneError(
+            f"sharding: fsdp needs GPUs (distributed_type MULTI_GPU), not {distributed_type}: accelerate "
+            f"{accelerate_version()} has no sharded path on CPU or XLA processes; without sharding, use lora_r or a "
+            "smaller model"
+        )
     cmd, env = launch_arguments(distributed_type, launch)
     return [*cmd, "-m", "tpu_demo.train", str(config), *overrides], env
+
+
+def accelerate_version() -> str:
+    from importlib.metadata import version
+
+    return version("accelerate")
 
 
 def run_accelerate_launch(cmd, env) -> int:

@@ -27,7 +27,7 @@ from tpu_demo.checkpoint import (
     save_final,
     step_dirs,
 )
-from tpu_demo.compat import asks_activation_checkpointing, enable_activation_checkpointing
+from tpu_demo.compat import asks_activation_checkpointing, enable_activation_checkpointing, name_input_embeddings
 from tpu_demo.data import DiaCollator, enough_for_a_step, split
 from tpu_demo.errors import FineTuneError
 from tpu_demo.lora import with_lora
@@ -115,6 +115,12 @@ class DiaFineTune:
             refuse_an_earlier_run(self.output_dir)
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.on_xla = self.accelerator.distributed_type == DistributedType.XLA
+        self.sharded = self.accelerator.distributed_type == DistributedType.FSDP
+        if self.sharded and self.config.lora.lora_r:
+            raise FineTuneError(
+                "lora_r: LoRA is not sharded by this fine-tuner; LoRA of the 1.6B model fits one 16 GB device: "
+                "set sharding: no"
+            )
         self.metrics = MetricsLog(self.accelerator, self.output_dir)
         self._setup_model()
         self._setup_data()
@@ -174,8 +180,12 @@ class DiaFineTune:
         self.samples = sample_writer(
             accelerator, config.samples, config.data, model_config, self.output_dir, args.seed, self.transcriber,
         )  # fmt: skip
-        if self.samples and self.on_xla:  # the host copy samples are generated from has the trained model's structure
-            self.samples.host_model = with_lora(accelerator, build_model(config.model), config.lora, config.model)
+        if self.samples and (self.on_xla or self.sharded):
+            # the host copy samples are generated from has the trained model's structure; its random initialisation
+            # leaves the training's random stream where it was
+            with torch.random.fork_rng(devices=[]):
+                host_model = build_model(config.model)
+            self.samples.host_model = with_lora(accelerator, host_model, config.lora, config.model)
         if self.samples and accelerator.is_main_process:
             extractor = self.samples.processor.feature_extractor
             frame_rate = extractor.sampling_rate / extractor.hop_length
@@ -217,6 +227,8 @@ class DiaFineTune:
 
     def _prepare(self) -> None:
         accelerator, args = self.accelerator, self.config.training
+        if self.sharded:
+            name_input_embeddings(self.model)
         self.model, self.optimizer, self.train_loader, self.eval_loader, self.scheduler = accelerator.prepare(
             self.model, self.optimizer, self.train_loader, self.eval_loader, self.scheduler
         )

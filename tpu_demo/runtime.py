@@ -35,7 +35,7 @@ def make_accelerator(raw):
             use_seedable_sampler=True, use_stateful_dataloader=use_stateful_dataloader(parse_data(raw))
         ),
     )
-    refuse_unsharded(accelerator)
+    refuse_unsharded(accelerator, launch.sharding)
     # What `accelerate launch --mixed_precision` exports; set here too so a direct run agrees with the Accelerator.
     os.environ["ACCELERATE_MIXED_PRECISION"] = accelerator.mixed_precision
     config = parse_all(raw)
@@ -53,9 +53,15 @@ def make_accelerator(raw):
     return accelerator, config
 
 
-def refuse_unsharded(accelerator) -> None:
-    """`accelerate launch --use_fsdp` (or `--use_deepspeed`) asked for sharding, but accelerate 1.15 set up another
-    kind (on CPU it builds DDP without a word): the run would train unsharded, so it does not start."""
+def refuse_unsharded(accelerator, sharding: str = "no") -> None:
+    """The config's `sharding: fsdp` or `accelerate launch --use_fsdp` (or `--use_deepspeed`) asked for sharding, but
+    accelerate 1.15 set up another kind (on CPU it builds DDP without a word): the run would train unsharded, so it
+    does not start."""
+    if sharding == "fsdp" and accelerator.distributed_type != DistributedType.FSDP:
+        raise FineTuneError(
+            f"sharding: fsdp, but accelerate set up {accelerator.distributed_type.value}: the model would train "
+            "unsharded. Start the run with `python -m tpu_demo.launch` (it passes accelerate's FSDP flags) on GPUs"
+        )
     for kind, variable in (
         (DistributedType.FSDP, "ACCELERATE_USE_FSDP"),
         (DistributedType.DEEPSPEED, "ACCELERATE_USE_DEEPSPEED"),

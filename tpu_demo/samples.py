@@ -187,11 +187,21 @@ class SampleWriter:
         self.health = []  # of the samples written last
 
     def model_for_generation(self, accelerator, model):
-        """The trained model (its base with adapters active, for LoRA); on XLA the host copy, refreshed."""
+        """The trained model (its base with adapters active, for LoRA); on XLA and under FSDP the host copy, refreshed.
+        Called by every process: gathering sharded weights is a collective (None on the other processes then)."""
         from accelerate.utils import DistributedType
 
         unwrapped = accelerator.unwrap_model(model)
-        if accelerator.distributed_type == DistributedType.XLA:
+        if accelerator.distributed_type == DistributedType.FSDP:
+            # whole weights on the main process's host: a sharded model generates only with every process stepping
+            state_dict = accelerator.get_state_dict(model)
+            if not accelerator.is_main_process:
+                return None
+            self.host_model.load_state_dict(state_dict)
+            unwrapped = self.host_model
+        elif not accelerator.is_main_process:
+            return None
+        elif accelerator.distributed_type == DistributedType.XLA:
             import torch_xla.core.xla_model as xm
 
             xm.mark_step()  # finish the step first, as save_state does: the copy then traces no graph of its own
@@ -199,10 +209,9 @@ class SampleWriter:
             unwrapped = self.host_model
         return unwrapped.get_base_model() if hasattr(unwrapped, "get_base_model") else unwrapped
 
-    def speak(self, accelerator, model, texts, seed: int) -> list[tuple[torch.Tensor, dict]]:
+    def speak(self, accelerator, generator_model, texts, seed: int) -> list[tuple[torch.Tensor, dict]]:
         """Each text's audio and health (with its transcript and error rates when there is a transcriber), generated
         with its own random stream seeded `seed`. Main process only."""
-        generator_model = self.model_for_generation(accelerator, model)
         settings = generation_settings(generator_model, self.overrides)
         cuda = [accelerator.device.index or 0] if accelerator.device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
@@ -222,9 +231,11 @@ class SampleWriter:
         """Generates and writes the samples of `step` (main process); returns their health as metrics
         (`sample/prompt-N/...`), empty on the other processes."""
         metrics, self.health = {}, []
+        generator_model = self.model_for_generation(accelerator, model) if self.texts else None
         if accelerator.is_main_process and self.texts:
             rate = self.processor.feature_extractor.sampling_rate
-            for number, (clip, health) in enumerate(self.speak(accelerator, model, self.texts, self.seed + step), 1):
+            spoken = self.speak(accelerator, generator_model, self.texts, self.seed + step)
+            for number, (clip, health) in enumerate(spoken, 1):
                 path = self.output_dir / "samples" / f"step-{step}" / f"prompt-{number}.wav"
                 write_wav(path, clip, rate)
                 self.health.append({"file": str(path.relative_to(self.output_dir)), **health})
@@ -240,8 +251,9 @@ class SampleWriter:
         from accelerate.utils import broadcast_object_list
 
         rates = [None]
+        generator_model = self.model_for_generation(accelerator, model)
         if accelerator.is_main_process:
-            results = self.speak(accelerator, model, texts, self.seed)
+            results = self.speak(accelerator, generator_model, texts, self.seed)
             rates = [error_rates(texts, [health["transcript"] for _, health in results])]
         if accelerator.num_processes > 1:
             broadcast_object_list(rates)

@@ -43,6 +43,8 @@ class StepStats:
 
     def add_step(self, grad_norm) -> None:
         if grad_norm is not None:
+            if hasattr(grad_norm, "full_tensor"):  # FSDP2's norm is a DTensor, the same on every process
+                grad_norm = grad_norm.full_tensor()
             self.sums = self.sums + torch.nn.functional.pad(grad_norm.detach().float().reshape(1), (1, 1))
         self.steps += 1
 

@@ -5,8 +5,9 @@
 POLICY is a value of the policy variable (or `default`: unset). MODE `keep` builds the arguments over the live state,
 `end_training` destroys the process group first, `ddp_timeout` asks for a timeout that an existing process group
 cannot take any more, `fsdp_launch` builds the Accelerator as `accelerate launch --use_fsdp` does on GPUs (FSDP from
-the environment; `fsdp_on_cpu` makes accelerate set it up on CPU processes). The scenarios run one after the other in the same processes (one launch: the interpreters
-start once); each begins from no accelerate state, over the process group the previous one left.
+the environment; `fsdp_on_cpu` makes accelerate set it up on CPU processes). The scenarios run one after the other in
+the same processes (one launch: the interpreters start once); each begins from no accelerate state, over the process
+group the previous one left.
 """
 
 import json
@@ -16,11 +17,10 @@ from pathlib import Path
 
 from accelerate import Accelerator, PartialState
 from accelerate.state import AcceleratorState
+from fsdp_on_cpu import build_fsdp_on_cpu
 from transformers import TrainingArguments
 from transformers.testing_utils import CaptureLogger
 from transformers.utils import logging
-
-from fsdp_on_cpu import build_fsdp_on_cpu
 
 
 def describe(accelerator):
