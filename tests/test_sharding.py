@@ -9,6 +9,7 @@ import sys
 import pytest
 import torch
 
+from tests.conftest import SAMPLE_PROMPTS
 from tests.demo_utils import CONFIG, assert_ok, losses_by_step, run_demo, summary
 from tests.testing_utils import ROOT, SCRIPTS, bug_on_unpatched, free_ports, launch_env, require_dia
 from tpu_demo.arguments import LaunchArguments
@@ -48,17 +49,23 @@ def sharded_run(output_dir, *overrides):
 
 
 @bug_on_unpatched
-def test_sharded_training_equals_unsharded_and_resumes_exactly(tmp_path):
+@pytest.mark.xdist_group("two_process_run")  # conftest.py's run: the same settings on two processes, unsharded
+def test_sharded_training_equals_unsharded_and_resumes_exactly(two_process_run, tmp_path):
     from transformers import DiaForConditionalGeneration
 
-    unsharded, sharded, resumed = tmp_path / "ddp", tmp_path / "fsdp", tmp_path / "fsdp_resumed"
-    assert_ok(run_demo(unsharded, *RUN, "num_processes=2", "distributed_type=MULTI_CPU"))
-    assert_ok(sharded_run(sharded))
+    unsharded, result = two_process_run
+    assert_ok(result)
+    sharded, resumed = tmp_path / "fsdp", tmp_path / "fsdp_resumed"
+    settings = [f"codec={unsharded.parent / 'codec'}", f"sample_prompts={SAMPLE_PROMPTS}", "sample_every=2",
+                "sample_max_frames=20"]  # fmt: skip
+    assert_ok(sharded_run(sharded, *settings))
     assert summary(sharded)["distributed_type"] == "DistributedType.FSDP"
     assert losses_by_step(sharded) == pytest.approx(losses_by_step(unsharded), rel=1e-5)
     # checkpoints stay sharded: one part per process, written by each
     parts = sorted(p.name for p in (sharded / "checkpoints/step-2/pytorch_model_fsdp_0").iterdir())
     assert parts == [".metadata", "__0_0.distcp", "__1_0.distcp"], parts
+    # samples come from the gathered weights (a sharded model generates only with every process stepping)
+    assert sorted(p.name for p in (sharded / "samples/step-2").iterdir()) == ["prompt-1.wav", "prompt-2.wav"]
     # final/ is whole: transformers loads it, the weights of the unsharded run within float tolerance
     model = DiaForConditionalGeneration.from_pretrained(sharded / "final")
     reference = DiaForConditionalGeneration.from_pretrained(unsharded / "final").state_dict()
