@@ -66,11 +66,12 @@ def test_sharded_training_equals_unsharded_and_resumes_exactly(two_process_run, 
     assert parts == [".metadata", "__0_0.distcp", "__1_0.distcp"], parts
     # samples come from the gathered weights (a sharded model generates only with every process stepping)
     assert sorted(p.name for p in (sharded / "samples/step-2").iterdir()) == ["prompt-1.wav", "prompt-2.wav"]
-    # final/ is whole: transformers loads it, the weights of the unsharded run within float tolerance
+    # final/ is whole: transformers loads it, with the unsharded run's weights up to float rounding, which AdamW
+    # scales up for near-zero gradients (measured: 6e-8 on 5.23, 2.3e-5 on 4.53.3; one step moves a weight ~lr, 3e-3)
     model = DiaForConditionalGeneration.from_pretrained(sharded / "final")
     reference = DiaForConditionalGeneration.from_pretrained(unsharded / "final").state_dict()
     for name, tensor in model.state_dict().items():
-        torch.testing.assert_close(tensor, reference[name], rtol=1e-5, atol=1e-6, msg=name)
+        torch.testing.assert_close(tensor, reference[name], rtol=0, atol=1e-4, msg=name)
     # interrupted after the checkpoint at step 2, resumed from the sharded checkpoint: the uninterrupted run's losses
     assert_ok(sharded_run(resumed, "stop_after_steps=2"))
     result = sharded_run(resumed, "resume_from_checkpoint=latest")
