@@ -12,7 +12,6 @@ from tpu_demo.arguments import load_raw, parse_launch
 from tpu_demo.cli import config_parser, fail
 from tpu_demo.errors import FineTuneError
 
-
 # FSDP2: each encoder and decoder layer its own unit, gathered for its forward and backward only
 FSDP_FLAGS = [
     "--use_fsdp", "--fsdp_version", "2", "--fsdp_reshard_after_forward", "true",
