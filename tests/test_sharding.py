@@ -104,3 +104,15 @@ def test_sharding_asked_in_the_config_but_not_set_up_is_refused(tmp_path):
     assert result.returncode == 1, result.stderr[-2000:]
     assert "tpu_demo: sharding: fsdp, but accelerate set up NO: the model would train unsharded" in result.stderr
     assert not (tmp_path / "run" / "final").exists()
+
+
+def test_sharding_no_written_bare_is_read_as_no(tmp_path):
+    # YAML 1.1 reads a bare `no` as false, as in the 1.6B config's `sharding: no`
+    config = tmp_path / "run.yaml"
+    config.write_text(CONFIG.read_text() + "sharding: no\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "tpu_demo.launch", str(config), "num_processes=2", "--dry-run"],
+        env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert_ok(result)
+    assert "--use_fsdp" not in result.stdout

@@ -282,7 +282,7 @@ def load_raw(path, overrides=()) -> dict:
     raw = raw | parse_overrides(overrides)
     # YAML 1.1 reads a bare `no` (and `NO`) as false
     for key, spelling in (("mixed_precision", "no"), ("eval_strategy", "no"), ("save_strategy", "no"),
-                          ("distributed_type", "NO")):  # fmt: skip
+                          ("sharding", "no"), ("distributed_type", "NO")):  # fmt: skip
         if raw.get(key) is False:
             raw[key] = spelling
     return raw

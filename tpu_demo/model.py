@@ -38,6 +38,37 @@ def tiny_config(hidden_size: int = 64, layers: int = 2) -> DiaConfig:
     return DiaConfig(encoder_config=encoder, decoder_config=decoder, delay_pattern=DELAY_PATTERN)
 
 
+def dia_1_6b_config(encoder_layers: int | None = None, decoder_layers: int | None = None) -> DiaConfig:
+    """The nari-labs/Dia-1.6B(-0626) architecture (its config.json; transformers' `DiaConfig()` defaults), to build
+    with random weights without the hub; fewer layers give a cut of it at full width (memory benchmark)."""
+    encoder = DiaEncoderConfig(
+        num_hidden_layers=12 if encoder_layers is None else encoder_layers,
+        hidden_size=1024,
+        intermediate_size=4096,
+        num_attention_heads=16,
+        num_key_value_heads=16,
+        head_dim=128,
+        max_position_embeddings=1024,
+        vocab_size=256,
+    )
+    decoder = DiaDecoderConfig(
+        num_hidden_layers=18 if decoder_layers is None else decoder_layers,
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_attention_heads=16,
+        num_key_value_heads=4,
+        head_dim=128,
+        cross_num_attention_heads=16,
+        cross_num_key_value_heads=16,
+        cross_head_dim=128,
+        cross_hidden_size=1024,
+        max_position_embeddings=3072,
+        vocab_size=1028,
+        num_channels=len(DELAY_PATTERN),
+    )
+    return DiaConfig(encoder_config=encoder, decoder_config=decoder, delay_pattern=DELAY_PATTERN)
+
+
 def tiny_codec_config(n_codebooks: int = 9) -> DacConfig:
     """A DAC small enough for tests and the demo (16 kHz, hop 128); real runs use e.g. descript/dac_44khz."""
     return DacConfig(
