@@ -130,6 +130,31 @@ def encoding_speed(seconds: float = 20.0, rounds: int = 3) -> None:
             print(f"{name:<14} {rate:8.1f} s of audio per s ({threads} threads, {seconds:.0f} s clips)")
 
 
+def encoding_batched(seconds: float = 2.0, clips: int = 8) -> None:
+    """Equal-length clips encoded one at a time vs as one batch (44.1 kHz DAC architecture): what batching would gain.
+    Clips of different lengths would need padding, which changes the codes of a clip's last frames (the encoder's
+    receptive field reaches into the padding), so only equal lengths could share a batch."""
+    from transformers import DacConfig, DacModel
+
+    torch.manual_seed(0)
+    model = DacModel(DacConfig(sampling_rate=44100)).eval()
+    audio = torch.rand(clips, 1, int(seconds * 44100)) - 0.5
+    with torch.no_grad():
+        model.encode(audio[:1, :, :44100])  # warm-up
+        start = time.perf_counter()
+        single = [model.encode(audio[i : i + 1]).audio_codes[0] for i in range(clips)]
+        one_at_a_time = time.perf_counter() - start
+        start = time.perf_counter()
+        batched = model.encode(audio).audio_codes
+        as_batch = time.perf_counter() - start
+    same = all(torch.equal(codes, batched[i]) for i, codes in enumerate(single))
+    total = clips * seconds
+    print(
+        f"{clips} x {seconds:.0f} s clips ({torch.get_num_threads()} threads): one at a time "
+        f"{total / one_at_a_time:.2f} s of audio per s, one batch {total / as_batch:.2f}; codes identical: {same}"
+    )
+
+
 def encoding_share(folder: str) -> None:
     """Run by `accelerate launch`: this process encodes its share of the manifest in `folder` (as training data
     preparation does); the main process prints the seconds of audio encoded per second by all processes."""
@@ -464,6 +489,7 @@ def main(argv=None) -> int:
         return 0
     if args.encode:
         encoding_speed()
+        encoding_batched()
         encoding_scaling()
         return 0
     if args.generate:
