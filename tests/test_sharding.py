@@ -81,6 +81,20 @@ def test_sharded_training_equals_unsharded_and_resumes_exactly(two_process_run, 
     assert summary(resumed)["eval_loss"] == summary(sharded)["eval_loss"]
 
 
+@bug_on_unpatched
+def test_lora_with_sharding_is_refused(tmp_path):
+    pytest.importorskip("peft")
+    from transformers import DiaForConditionalGeneration
+
+    from tpu_demo.model import tiny_config
+
+    DiaForConditionalGeneration(tiny_config()).save_pretrained(tmp_path / "base")
+    result = sharded_run(tmp_path / "run", f"model={tmp_path / 'base'}", "lora_r=4")
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "tpu_demo: lora_r: LoRA is not sharded by this fine-tuner" in result.stderr
+    assert not (tmp_path / "run" / "final").exists()
+
+
 def test_launcher_passes_accelerates_fsdp_flags_on_gpus():
     cmd, env = launch_arguments("MULTI_GPU", LaunchArguments(num_processes=4, sharding="fsdp"))
     assert "--multi_gpu" not in cmd and cmd[cmd.index("--use_fsdp") :][: len(FSDP_FLAGS)] == FSDP_FLAGS
