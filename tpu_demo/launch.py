@@ -81,8 +81,9 @@ def accelerate_command(config, overrides=()):
             f"slice runs the same launch on every host with num_machines 1), not {distributed_type}"
         )
     if launch.sharding == "fsdp" and distributed_type != "MULTI_GPU":
+        found = " (what `auto` found here)" if launch.distributed_type == "auto" else ""
         raise FineTuneError(
-            f"sharding: fsdp needs GPUs (distributed_type MULTI_GPU), not {distributed_type}: accelerate "
+            f"sharding: fsdp needs GPUs (distributed_type MULTI_GPU), not {distributed_type}{found}: accelerate "
             f"{accelerate_version()} has no sharded path on CPU or XLA processes; without sharding, use lora_r or a "
             "smaller model"
         )
