@@ -128,6 +128,32 @@ def test_audio_is_encoded_once_then_read_from_the_cache(tmp_path):
     assert codes[0].shape == (50, 9) and all(c.min() >= 0 and c.max() < 1024 for c in codes)
 
 
+def test_equal_length_clips_share_a_batch_and_get_the_codes_of_one_at_a_time(tmp_path):
+    from tpu_demo.audio import Codec, prepare
+    from tpu_demo.layouts import read_manifest
+
+    rows = read_manifest(recordings(tmp_path / "user", count=12))  # 3 lengths, 4 clips of each
+    rows.append(rows[0])  # the same recording twice: encoded once
+    codec = Codec(str(tiny_codec(tmp_path / "codec")))
+    one_at_a_time = prepare(rows, codec, tmp_path / "cache1", max_frames=1000, too_long="truncate")
+    calls = []
+    encode = codec.model.encode
+    codec.model.encode = lambda audio: calls.append(audio.shape[0]) or encode(audio)
+    codec.batch_size = 4  # a GPU's
+    batched = prepare(rows, codec, tmp_path / "cache4", max_frames=1000, too_long="truncate")
+    assert sorted(calls) == [4, 4, 4]
+    assert (
+        (batched.encoded, batched.cached, batched.stereo)
+        == (12, 1, 4)
+        == (one_at_a_time.encoded, one_at_a_time.cached, one_at_a_time.stereo)
+    )
+    assert batched.items == one_at_a_time.items  # in manifest order
+    for item in batched.items:
+        assert torch.equal(
+            torch.load(tmp_path / "cache4" / item["file"]), torch.load(tmp_path / "cache1" / item["file"])
+        )
+
+
 def test_too_long_audio_is_truncated_or_dropped_and_counted(tmp_path):
     from tpu_demo.audio import Codec, prepare
     from tpu_demo.layouts import read_manifest

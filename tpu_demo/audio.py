@@ -127,16 +127,19 @@ class Codec:
         config = self.model.config
         self.sampling_rate, self.num_codebooks = config.sampling_rate, config.n_codebooks
         self.device = device
+        # equal-length clips encoded as one batch: on a GPU; on CPU a batch is slower (benchmark --encode)
+        self.batch_size = 16 if torch.device(device).type == "cuda" else 1
         digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True, default=str).encode())
         for tensor in self.model.state_dict().values():
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
         self.fingerprint = digest.hexdigest()[:16]
 
     @torch.no_grad()
-    def encode(self, samples) -> torch.Tensor:
-        """(frames, codebooks) codes of mono samples at the codec's rate."""
-        audio = torch.as_tensor(samples, dtype=torch.float32, device=self.device)[None, None]
-        return self.model.encode(audio).audio_codes[0].T.contiguous().cpu()
+    def encode(self, clips) -> list[torch.Tensor]:
+        """(frames, codebooks) codes of each of `clips`, mono samples at the codec's rate, all of one length."""
+        audio = torch.stack([torch.as_tensor(samples, dtype=torch.float32) for samples in clips])[:, None]
+        codes = self.model.encode(audio.to(self.device)).audio_codes.cpu()
+        return [clip_codes.T.contiguous() for clip_codes in codes]
 
 
 @dataclass
@@ -185,6 +188,65 @@ def _rows(numbers) -> str:
     return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
 
 
+class Encoding:
+    """Finds each row's codes in the cache or encodes them, equal-length clips among the next rows as one batch of
+    up to `codec.batch_size` (one clip at a time on CPU); the audio of at most 4 batches waits in memory."""
+
+    def __init__(self, codec: Codec, cache: Path, result: Prepared):
+        self.codec, self.cache, self.result = codec, cache, result
+        self.found = {}  # position of a row in the rows added: (cache file, frames)
+        self.waiting = {}  # cache file: [(position, row)], of audio read and not encoded yet
+        self.by_length = {}  # samples: [(cache file, samples)]
+
+    def add(self, position: int, row) -> None:
+        content = row.content()  # read once: it keys the cache and, when not cached, is decoded
+        target = self.cache / f"{hashlib.sha256(content).hexdigest()}.pt"
+        if target in self.waiting:  # the same recording twice: encoded once
+            self.waiting[target].append((position, row))
+            self.result.cached += 1
+            return
+        if target.is_file():
+            self.result.cached += 1
+            self.found[position] = (target, torch.load(target, weights_only=True).shape[0])
+            return
+        try:
+            samples, channels = load_audio(row.audio, self.codec.sampling_rate, content)
+        except FineTuneError as error:  # name the row too: the user fixes the manifest, not the file name
+            raise FineTuneError(f"row {row.row}: {error}") from None
+        self.result.stereo += channels > 1
+        if float(abs(samples).max()) < SILENCE:
+            self.result.silent.append(row.row)
+        if len(samples) < SHORT * self.codec.sampling_rate:
+            self.result.short.append(row.row)
+        self.waiting[target] = [(position, row)]
+        self.by_length.setdefault(len(samples), []).append((target, samples))
+        if len(self.waiting) >= 4 * self.codec.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        size = self.codec.batch_size
+        for clips in self.by_length.values():
+            for start in range(0, len(clips), size):
+                batch = clips[start : start + size]
+                try:
+                    codes = self.codec.encode([samples for _, samples in batch])
+                except RuntimeError as error:  # a clip shorter than the codec's receptive field
+                    _, row = self.waiting[batch[0][0]][0]
+                    seconds = len(batch[0][1]) / self.codec.sampling_rate
+                    raise FineTuneError(
+                        f"row {row.row}: {row.audio}: {seconds:.3f} s of audio is too short for the codec to encode "
+                        f"({str(error).splitlines()[0][:120]})"
+                    ) from None
+                for (target, _), clip_codes in zip(batch, codes, strict=True):
+                    partial = target.with_suffix(f".{os.getpid()}.tmp")  # processes encoding one clip do not collide
+                    torch.save(clip_codes, partial)
+                    partial.replace(target)  # whole or absent: an interrupted encoding leaves nothing half-written
+                    self.result.encoded += 1
+                    for position, _ in self.waiting.pop(target):
+                        self.found[position] = (target, clip_codes.shape[0])
+        self.by_length.clear()
+
+
 def prepare(
     rows, codec: Codec, cache_dir, max_frames: int, too_long: str, progress=None, max_text_tokens: int | None = None,
     require_items: bool = True,
@@ -201,38 +263,18 @@ def prepare(
     cache.mkdir(parents=True, exist_ok=True)
     result = Prepared(items=[], max_text_tokens=max_text_tokens or 0)
     tokenizer = DiaTokenizer() if max_text_tokens else None
-    for row in progress(rows) if progress else rows:
+    kept = []
+    for row in rows:
         if tokenizer is not None and len(tokenizer(row.prompt)["input_ids"]) > max_text_tokens:
             result.text_too_long.append(row.row)
-            continue
-        content = row.content()  # read once: it keys the cache and, when not cached, is decoded
-        target = cache / f"{hashlib.sha256(content).hexdigest()}.pt"
-        if target.is_file():
-            result.cached += 1
-            frames = torch.load(target, weights_only=True).shape[0]
         else:
-            try:
-                samples, channels = load_audio(row.audio, codec.sampling_rate, content)
-            except FineTuneError as error:  # name the row too: the user fixes the manifest, not the file name
-                raise FineTuneError(f"row {row.row}: {error}") from None
-            result.stereo += channels > 1
-            if float(abs(samples).max()) < SILENCE:
-                result.silent.append(row.row)
-            if len(samples) < SHORT * codec.sampling_rate:
-                result.short.append(row.row)
-            try:
-                codes = codec.encode(samples)
-            except RuntimeError as error:  # a clip shorter than the codec's receptive field
-                seconds = len(samples) / codec.sampling_rate
-                raise FineTuneError(
-                    f"row {row.row}: {row.audio}: {seconds:.3f} s of audio is too short for the codec to encode "
-                    f"({str(error).splitlines()[0][:120]})"
-                ) from None
-            partial = target.with_suffix(f".{os.getpid()}.tmp")  # processes encoding the same clip do not collide
-            torch.save(codes, partial)
-            partial.replace(target)  # whole or absent: an interrupted encoding leaves nothing half-written
-            result.encoded += 1
-            frames = codes.shape[0]
+            kept.append(row)
+    encoding = Encoding(codec, cache, result)
+    for position, row in enumerate(progress(kept) if progress else kept):
+        encoding.add(position, row)
+    encoding.flush()
+    for position, row in enumerate(kept):
+        target, frames = encoding.found[position]
         if frames > max_frames:
             if too_long == "drop":
                 result.dropped.append(row.row)

@@ -119,11 +119,11 @@ def encoding_speed(seconds: float = 20.0, rounds: int = 3) -> None:
             DacModel(config).save_pretrained(f"{tmp}/{name}")
             codec = Codec(f"{tmp}/{name}")
             samples = np.random.default_rng(0).uniform(-0.5, 0.5, int(seconds * codec.sampling_rate))
-            codec.encode(samples[: codec.sampling_rate])  # warm-up
+            codec.encode([samples[: codec.sampling_rate]])  # warm-up
             times = []
             for _ in range(rounds):
                 start = time.perf_counter()
-                codec.encode(samples)
+                codec.encode([samples])
                 times.append(time.perf_counter() - start)
             rate = seconds / statistics.median(times)
             threads = torch.get_num_threads()
