@@ -82,6 +82,25 @@ def test_sharded_training_equals_unsharded_and_resumes_exactly(two_process_run, 
 
 
 @bug_on_unpatched
+@pytest.mark.xdist_group("two_process_run")
+def test_best_model_is_loaded_from_a_sharded_checkpoint(two_process_run, tmp_path):
+    from safetensors.torch import load_file
+    from transformers import DiaForConditionalGeneration
+
+    unsharded, result = two_process_run
+    assert_ok(result)
+    # the highest loss is "best": step 2's checkpoint, not the last step's weights
+    best = ["load_best_model_at_end=true", "metric_for_best_model=loss", "greater_is_better=true", "eval_steps=2"]
+    result = sharded_run(tmp_path / "run", *best)
+    assert_ok(result)
+    assert "loaded the best model: step 2" in result.stdout
+    final = DiaForConditionalGeneration.from_pretrained(tmp_path / "run" / "final").state_dict()
+    step_2 = load_file(unsharded / "checkpoints/step-2/model.safetensors")  # the unsharded run's, same steps
+    for name, tensor in step_2.items():
+        torch.testing.assert_close(final[name], tensor, rtol=0, atol=1e-4, msg=name)
+
+
+@bug_on_unpatched
 def test_lora_with_sharding_is_refused(tmp_path):
     pytest.importorskip("peft")
     from transformers import DiaForConditionalGeneration

@@ -113,6 +113,17 @@ def load_checkpoint(accelerator, path: Path) -> None:
         handle.remove()
 
 
+def load_model_weights(accelerator, model, path: Path) -> None:
+    """Only the weights of checkpoint `path` into the prepared `model` (`load_best_model_at_end`): each process its
+    part of a sharded checkpoint, else read on the host."""
+    if accelerator.distributed_type == DistributedType.FSDP:
+        from accelerate.utils import load_fsdp_model
+
+        load_fsdp_model(accelerator.state.fsdp_plugin, accelerator, model, str(path))
+    else:
+        load_model_weights_on_host([accelerator.unwrap_model(model)], path)
+
+
 def rotate_checkpoints(output_dir, limit, keep=None) -> None:
     """`save_total_limit`: only the newest `limit` checkpoints are kept. The step `keep` (the best one) counts among
     them and is kept too, as is the newest (to resume from), as the Trainer does with `load_best_model_at_end`."""

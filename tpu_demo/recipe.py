@@ -20,7 +20,7 @@ from tpu_demo.best_model import BestModel
 from tpu_demo.checkpoint import (
     checkpoint_dir,
     load_checkpoint,
-    load_model_weights_on_host,
+    load_model_weights,
     resolve_resume,
     rotate_checkpoints,
     save_checkpoint,
@@ -420,7 +420,7 @@ class DiaFineTune:
         if best is None or best == self.progress.step:
             self.final_step = self.progress.step if best is None else best
             return
-        load_model_weights_on_host([self.accelerator.unwrap_model(self.model)], checkpoint_dir(self.output_dir, best))
+        load_model_weights(self.accelerator, self.model, checkpoint_dir(self.output_dir, best))
         self.final_step = best
         metric = f"{self.progress.best.key} {self.progress.best.checkpoints[best]:.4f}"
         self.accelerator.print(f"loaded the best model: step {best} ({metric})")
