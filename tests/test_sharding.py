@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.conftest import SAMPLE_PROMPTS
-from tests.demo_utils import CONFIG, assert_ok, losses_by_step, run_demo, summary
+from tests.demo_utils import CONFIG, assert_ok, generate, losses_by_step, run_demo, summary
 from tests.testing_utils import ROOT, SCRIPTS, bug_on_unpatched, free_ports, launch_env, require_dia
 from tpu_demo.arguments import LaunchArguments
 from tpu_demo.launch import FSDP_FLAGS, launch_arguments
@@ -72,6 +72,12 @@ def test_sharded_training_equals_unsharded_and_resumes_exactly(two_process_run, 
     reference = DiaForConditionalGeneration.from_pretrained(unsharded / "final").state_dict()
     for name, tensor in model.state_dict().items():
         torch.testing.assert_close(tensor, reference[name], rtol=0, atol=1e-4, msg=name)
+    # a sharded checkpoint is listened to as final/ is: `generate` reads its parts in one process
+    said = {}
+    for source in ("final", "checkpoints/step-4"):
+        said[source] = tmp_path / f"{source.replace('/', '-')}.wav"
+        assert_ok(generate(sharded / source, "[S1] Hello there.", "--out", said[source]))
+    assert said["final"].read_bytes() == said["checkpoints/step-4"].read_bytes()
     # interrupted after the checkpoint at step 2, resumed from the sharded checkpoint: the uninterrupted run's losses
     assert_ok(sharded_run(resumed, "stop_after_steps=2"))
     result = sharded_run(resumed, "resume_from_checkpoint=latest")

@@ -2,6 +2,7 @@
 and model weights read on the host (safetensors cannot load into XLA tensors in place)."""
 
 import shutil
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -47,14 +48,12 @@ def resolve_resume(path, output_dir) -> Path:
 def verify_checkpoint(path: Path) -> None:
     """Every file `save_state` wrote is whole (zip CRCs of torch files, the safetensors header against the file size);
     a checkpoint is called corrupt only here, so a load that fails later is reported as what it is."""
-    sharded = path / f"{FSDP_MODEL_NAME}_0"  # torch.distributed.checkpoint: each process's part, and a .metadata
-    if (
-        not any((path / name).is_file() for name in (SAFE_WEIGHTS_NAME, WEIGHTS_NAME, ADAPTER_WEIGHTS))
-        and not (sharded / ".metadata").is_file()
+    if not any((path / name).is_file() for name in (SAFE_WEIGHTS_NAME, WEIGHTS_NAME, ADAPTER_WEIGHTS)) and not (
+        sharded_checkpoint(path)
     ):
         raise FineTuneError(
             f"cannot resume from {path}: it has no {SAFE_WEIGHTS_NAME}, {WEIGHTS_NAME}, {ADAPTER_WEIGHTS} or "
-            f"{sharded.name}/.metadata (a sharded run's)"
+            f"{FSDP_MODEL_NAME}_0/.metadata (a sharded run's)"
         )
     for file in sorted(path.iterdir()):
         try:
@@ -99,6 +98,22 @@ def load_model_weights_on_host(models, input_dir) -> None:
                 f"cannot resume from {input_dir}: its weights do not fit this model: {error}"
             ) from None
         models.remove(model)
+
+
+def sharded_checkpoint(path: Path) -> bool:
+    """A sharded run's checkpoint: torch.distributed.checkpoint's parts of the weights, no whole weights file."""
+    return (Path(path) / f"{FSDP_MODEL_NAME}_0" / ".metadata").is_file()
+
+
+def read_sharded_weights(model, path: Path) -> None:
+    """The weights of sharded checkpoint `path` into a whole `model`, in one process (`generate` on a checkpoint)."""
+    import torch.distributed.checkpoint as dcp
+
+    state = {"model": model.state_dict()}  # accelerate saves the model's state under "model"
+    with warnings.catch_warnings():  # "torch.distributed is disabled ...: assuming ... a single process": it is
+        warnings.simplefilter("ignore", UserWarning)
+        dcp.load(state, checkpoint_id=str(Path(path) / f"{FSDP_MODEL_NAME}_0"), no_dist=True)
+    model.load_state_dict(state["model"])
 
 
 def load_checkpoint(accelerator, path: Path) -> None:

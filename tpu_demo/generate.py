@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from tpu_demo.arguments import check_sampling
+from tpu_demo.checkpoint import read_sharded_weights, sharded_checkpoint
 from tpu_demo.cli import fail
 from tpu_demo.errors import FineTuneError
 from tpu_demo.samples import (
@@ -60,6 +61,13 @@ def load_model(model_dir: Path, base_model: str | None):
         raise FineTuneError(
             f"{model_dir} is not a Dia model folder (no config.json): give a run's final/ or a checkpoint"
         )
+    if sharded_checkpoint(model_dir):  # a sharded run's checkpoint: its parts, read in this one process
+        from transformers import DiaConfig, GenerationConfig
+
+        model = DiaForConditionalGeneration(DiaConfig.from_pretrained(model_dir))
+        model.generation_config = GenerationConfig.from_pretrained(model_dir)
+        read_sharded_weights(model, model_dir)
+        return model.eval()
     return DiaForConditionalGeneration.from_pretrained(model_dir)
 
 
