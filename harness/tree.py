@@ -1,9 +1,9 @@
 """Builds and installs a transformers source tree: pinned, verified, and with or without the patch series.
 
-    python -m harness.tree install 5.23.0             # patched, into the running interpreter
-    python -m harness.tree install 5.23.0 --unpatched
-    python -m harness.tree prepare 5.23.0 DEST        # only the tree
-    python -m harness.tree wheel 5.23.0 --dest dist   # an installable wheel, version 5.23.0+accelerator.state
+    python -m harness.tree install 5.24.0             # patched, into the running interpreter
+    python -m harness.tree install 5.24.0 --unpatched
+    python -m harness.tree prepare 5.24.0 DEST        # only the tree
+    python -m harness.tree wheel 5.24.0 --dest dist   # an installable wheel, version 5.24.0+accelerator.state
 
 `TRANSFORMERS_SRC=/path/to/transformers` uses a local git checkout instead of the archive; it must already carry
 the series (`git am patches/<version>/*.patch`) for a patched install.
