@@ -118,8 +118,8 @@ class DiaFineTune:
         self.sharded = self.accelerator.distributed_type == DistributedType.FSDP
         if self.sharded and self.config.lora.lora_r:
             raise FineTuneError(
-                "lora_r: LoRA is not sharded by this fine-tuner; LoRA of the 1.6B model fits one 16 GB device: "
-                "set sharding: no"
+                "lora_r: LoRA is not sharded by this fine-tuner; LoRA of the 1.6B model on bf16 weights fits one "
+                "24 GB GPU (batch 2 x 20 s, docs/MEMORY_1_6B.md): set sharding: no"
             )
         self.metrics = MetricsLog(self.accelerator, self.output_dir)
         self._setup_model()
@@ -180,9 +180,9 @@ class DiaFineTune:
         self.samples = sample_writer(
             accelerator, config.samples, config.data, model_config, self.output_dir, args.seed, self.transcriber,
         )  # fmt: skip
-        if self.samples and (self.on_xla or self.sharded):
-            # the host copy samples are generated from has the trained model's structure; its random initialisation
-            # leaves the training's random stream where it was
+        if self.samples and (self.on_xla or (self.sharded and accelerator.is_main_process)):
+            # the host copy samples are generated from (under FSDP, by the main process only) has the trained model's
+            # structure; its random initialisation leaves the training's random stream where it was
             with torch.random.fork_rng(devices=[]):
                 host_model = build_model(config.model)
             self.samples.host_model = with_lora(accelerator, host_model, config.lora, config.model)
