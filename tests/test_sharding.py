@@ -155,3 +155,19 @@ def test_sharding_no_written_bare_is_read_as_no(tmp_path):
     )  # fmt: skip
     assert_ok(result)
     assert "--use_fsdp" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["sharding=fsdp", "lora_r=16", "distributed_type=MULTI_GPU"], "tpu_demo: lora_r: LoRA is not sharded"),
+        (["num_proceses=2"], "tpu_demo: unknown config keys: num_proceses"),  # not once per process, after the start
+    ],
+)
+def test_the_launcher_refuses_before_any_process_starts(overrides, message):
+    result = subprocess.run(
+        [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *overrides, "--dry-run"],
+        env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1 and message in result.stderr, result.stderr
+    assert "accelerate launch" not in result.stdout

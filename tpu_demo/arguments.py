@@ -299,8 +299,24 @@ def parse_data(raw: dict) -> DataArguments:
     return data
 
 
+LORA_UNSHARDED = (
+    "lora_r: LoRA is not sharded by this fine-tuner; LoRA of the 1.6B model on bf16 weights fits one 24 GB GPU "
+    "(batch 2 x 20 s, docs/MEMORY_1_6B.md): set sharding: no"
+)
+
+
 def parse_all(raw: dict) -> FineTuneConfig:
     """Every dataclass, refusing keys that none of them has."""
+    refuse_unknown_keys(raw)
+    refuse_unused_training_arguments(raw)
+    try:
+        return FineTuneConfig(*HfArgumentParser(ARGUMENT_CLASSES).parse_dict(numbers_typed(raw)))
+    except ValueError as error:  # TrainingArguments' own checks, e.g. load_best_model_at_end's strategies
+        raise FineTuneError(" ".join(str(error).replace("--", "").split())) from None
+
+
+def refuse_unknown_keys(raw: dict) -> None:
+    """Keys none of the dataclasses has, named (the launcher checks them too, before any process starts)."""
     known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(raw) - known)
     if "model_dir" in unknown:
@@ -316,11 +332,6 @@ def parse_all(raw: dict) -> FineTuneConfig:
         )
     if unknown:
         raise FineTuneError(f"unknown config keys: {', '.join(unknown)}")
-    refuse_unused_training_arguments(raw)
-    try:
-        return FineTuneConfig(*HfArgumentParser(ARGUMENT_CLASSES).parse_dict(numbers_typed(raw)))
-    except ValueError as error:  # TrainingArguments' own checks, e.g. load_best_model_at_end's strategies
-        raise FineTuneError(" ".join(str(error).replace("--", "").split())) from None
 
 
 def numbers_typed(raw: dict) -> dict:

@@ -8,7 +8,7 @@ import shlex
 import subprocess
 import sys
 
-from tpu_demo.arguments import load_raw, parse_launch
+from tpu_demo.arguments import LORA_UNSHARDED, load_raw, numbers_typed, parse_launch, refuse_unknown_keys
 from tpu_demo.cli import config_parser, fail
 from tpu_demo.errors import FineTuneError
 
@@ -71,7 +71,9 @@ def launch_arguments(distributed_type, launch=None):
 
 def accelerate_command(config, overrides=()):
     """The `accelerate launch` arguments for `config`, and the environment variables to set for it."""
-    launch = parse_launch(load_raw(config, overrides))
+    raw = load_raw(config, overrides)
+    refuse_unknown_keys(raw)  # here, not in every process after the launch
+    launch = parse_launch(raw)
     distributed_type = launch.distributed_type
     if distributed_type == "auto":
         distributed_type = detect_distributed_type(launch)
@@ -80,6 +82,8 @@ def accelerate_command(config, overrides=()):
             f"num_machines: {launch.num_machines} machines need distributed_type MULTI_GPU or MULTI_CPU (a TPU pod "
             f"slice runs the same launch on every host with num_machines 1), not {distributed_type}"
         )
+    if launch.sharding == "fsdp" and numbers_typed(raw).get("lora_r"):
+        raise FineTuneError(LORA_UNSHARDED)
     if launch.sharding == "fsdp" and distributed_type != "MULTI_GPU":
         found = " (what `auto` found here)" if launch.distributed_type == "auto" else ""
         raise FineTuneError(

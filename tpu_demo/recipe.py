@@ -16,6 +16,7 @@ import torch
 from accelerate.utils import DistributedType, set_seed
 from tqdm.auto import tqdm
 
+from tpu_demo.arguments import LORA_UNSHARDED
 from tpu_demo.best_model import BestModel
 from tpu_demo.checkpoint import (
     checkpoint_dir,
@@ -117,10 +118,7 @@ class DiaFineTune:
         self.on_xla = self.accelerator.distributed_type == DistributedType.XLA
         self.sharded = self.accelerator.distributed_type == DistributedType.FSDP
         if self.sharded and self.config.lora.lora_r:
-            raise FineTuneError(
-                "lora_r: LoRA is not sharded by this fine-tuner; LoRA of the 1.6B model on bf16 weights fits one "
-                "24 GB GPU (batch 2 x 20 s, docs/MEMORY_1_6B.md): set sharding: no"
-            )
+            raise FineTuneError(LORA_UNSHARDED)
         self.metrics = MetricsLog(self.accelerator, self.output_dir)
         self._setup_model()
         self._setup_data()
