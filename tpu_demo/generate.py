@@ -92,7 +92,11 @@ def main(argv=None) -> int:
     parser.add_argument("--audio_prompt", help="a clip whose voice the audio continues")
     parser.add_argument("--audio_prompt_text", help="the transcript of --audio_prompt (required with it)")
     parser.add_argument(
-        "--max_new_tokens", type=positive, default=1720, help="audio frames at most (the 44.1 kHz DAC: 86 per second)"
+        "--max_new_tokens",
+        type=positive,
+        default=1720,
+        help="audio frames at most (default %(default)s: 20 s at the 44.1 kHz DAC's 86 frames per second; a codec's "
+        "frames per second are its sampling rate / hop length)",
     )
     parser.add_argument("--seed", type=int, default=0)
     for key, default in DIA_SAMPLING.items():

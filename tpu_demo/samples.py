@@ -95,14 +95,14 @@ def generate_codes(model, processor, texts, max_new_tokens: int, settings: dict,
     """Generated codes (batch, frames, channels, the delay reverted) and the audio prompt's length in frames (None
     without one), optionally continuing `audio_prompt` spoken as `prompt_text`."""
     device = next(model.parameters()).device
+    # the processor's default max_length only warns with padding=True ("ignored"); prompts were checked against it
+    padding = {"padding": True, "max_length": None, "return_tensors": "pt"}
     if audio_prompt is None:
-        inputs = processor(text=texts, padding=True, return_tensors="pt")
+        inputs = processor(text=texts, **padding)
     else:
         texts = [" ".join(part for part in (prompt_text, text) if part) for text in texts]
         rate = processor.feature_extractor.sampling_rate
-        inputs = processor(
-            text=texts, audio=[audio_prompt] * len(texts), sampling_rate=rate, padding=True, return_tensors="pt"
-        )
+        inputs = processor(text=texts, audio=[audio_prompt] * len(texts), sampling_rate=rate, **padding)
     inputs = {k: v.to(device) for k, v in inputs.items()}
     was_training = model.training
     model.eval()
