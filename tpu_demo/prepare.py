@@ -169,6 +169,11 @@ def main(argv=None) -> int:
     except FineTuneError as error:
         fail(error)
     print(f"tpu_demo: {len(dataset)} samples ready")
+    # the process group goes before the interpreter: left to exit, gloo's threads could abort a process ("terminate
+    # called without an active exception", rank 1 of a 2-process prepare in CI, transformers 4.53.3 env)
+    state = PartialState()
+    state.wait_for_everyone()
+    state.destroy_process_group()
     return 0
 
 
