@@ -456,7 +456,7 @@ def memory_plan(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tpu_demo.benchmark", description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--warmup", type=int, default=30)
@@ -477,7 +477,11 @@ def main(argv=None) -> int:
     memory.add_argument("--limit-gb", type=float, default=15.0, help="runs whose weights+grads+state pass it: skipped")
     memory.add_argument("--json", help="also write every run and the extrapolation here")
     parser.add_argument("--memory-run", help=argparse.SUPPRESS)  # one run of memory_plan
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     if args.memory_run:
         run = json.loads(args.memory_run)
         print(json.dumps(memory_step(run["mode"], tuple(run["layers"]), tuple(run["shape"]), run["attention"])))
@@ -498,6 +502,12 @@ def main(argv=None) -> int:
     if args.mode:
         print(json.dumps(run_loop(args.mode, args.steps, args.warmup, args.batch_size)))
         return 0
+    return loop_comparison(args)
+
+
+def loop_comparison(args) -> int:
+    """The Accelerate loop against the plain one (and on XLA the loop as it was before the XLA fixes), each in its
+    own process, alternating `rounds` times; medians printed."""
     from accelerate.utils import is_torch_xla_available
 
     runs = {"plain": [], "accelerate": []}

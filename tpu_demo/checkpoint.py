@@ -53,7 +53,7 @@ def verify_checkpoint(path: Path) -> None:
     ):
         raise FineTuneError(
             f"cannot resume from {path}: it has no {SAFE_WEIGHTS_NAME}, {WEIGHTS_NAME}, {ADAPTER_WEIGHTS} or "
-            f"{FSDP_MODEL_NAME}_0/.metadata (a sharded run's)"
+            f"{sharded_weights(path).name}/.metadata (a sharded run's)"
         )
     for file in sorted(path.iterdir()):
         try:
@@ -100,9 +100,14 @@ def load_model_weights_on_host(models, input_dir) -> None:
         models.remove(model)
 
 
+def sharded_weights(path: Path) -> Path:
+    """Where a sharded run's checkpoint keeps its weights: torch.distributed.checkpoint's parts and .metadata."""
+    return Path(path) / f"{FSDP_MODEL_NAME}_0"
+
+
 def sharded_checkpoint(path: Path) -> bool:
-    """A sharded run's checkpoint: torch.distributed.checkpoint's parts of the weights, no whole weights file."""
-    return (Path(path) / f"{FSDP_MODEL_NAME}_0" / ".metadata").is_file()
+    """A sharded run's checkpoint: no whole weights file, the parts of the weights."""
+    return (sharded_weights(path) / ".metadata").is_file()
 
 
 def read_sharded_weights(model, path: Path) -> None:
@@ -112,7 +117,7 @@ def read_sharded_weights(model, path: Path) -> None:
     state = {"model": model.state_dict()}  # accelerate saves the model's state under "model"
     with warnings.catch_warnings():  # "torch.distributed is disabled ...: assuming ... a single process": it is
         warnings.simplefilter("ignore", UserWarning)
-        dcp.load(state, checkpoint_id=str(Path(path) / f"{FSDP_MODEL_NAME}_0"), no_dist=True)
+        dcp.load(state, checkpoint_id=str(sharded_weights(path)), no_dist=True)
     model.load_state_dict(state["model"])
 
 
