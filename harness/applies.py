@@ -65,11 +65,14 @@ def pin(versions: list[str]) -> list[str]:
     return added
 
 
-def family(text: str) -> str:
-    """A fingerprint of what the edit touches and adapts to in one release's `training_args.py`."""
+def family(text: str, trainer: str) -> str:
+    """A fingerprint of what the edit touches and adapts to in one release's `training_args.py` and `trainer.py`."""
     region = re.search(r"    def _setup_devices\(self\).*?AcceleratorState\._reset_state\(", text, flags=re.DOTALL)
-    traits = load_edit().traits(text)
-    fingerprint = (region.group(0) if region else "") + repr(sorted(traits.items()))
+    traits = load_edit().traits(text, trainer)
+    plugin = re.search(load_edit().TRAINER_PLUGIN, trainer, flags=re.MULTILINE | re.DOTALL)
+    fingerprint = (
+        (region.group(0) if region else "") + (plugin.group(0) if plugin else "") + repr(sorted(traits.items()))
+    )
     return hashlib.sha256(fingerprint.encode()).hexdigest()[:8]
 
 
@@ -78,8 +81,11 @@ def check(version: str) -> Row:
         return Row(version, False, "not pinned: run `python -m harness.applies --pin`")
     archive = fetch_archive(version)
     with tarfile.open(archive) as tar:
-        text = tar.extractfile(f"transformers-{version}/{load_edit().TARGET}").read().decode()
-    row = Row(version, False, family=family(text))
+        text, trainer = (
+            tar.extractfile(f"transformers-{version}/{path}").read().decode()
+            for path in (load_edit().TARGET, load_edit().TRAINER)
+        )
+    row = Row(version, False, family=family(text, trainer))
     with tempfile.TemporaryDirectory() as tmp:
         try:
             patches = generate(version, Path(tmp) / "series")

@@ -52,14 +52,16 @@ def generate(version: str, out: Path) -> list[Path]:
         def git(*args):
             subprocess.run(["git", "-C", tmp, *args], check=True, capture_output=True, env=env)
 
-        target = repo / edit.TARGET
+        target, trainer = repo / edit.TARGET, repo / edit.TRAINER
         target.parent.mkdir(parents=True)
-        original = pristine(version, edit.TARGET)
+        original, original_trainer = pristine(version, edit.TARGET), pristine(version, edit.TRAINER)
         target.write_text(original)
+        trainer.write_text(original_trainer)
         git("init", "--quiet")
         git("add", ".")
         git("commit", "--quiet", "-m", f"transformers {version}")
-        target.write_text(edit.edit(original, version))
+        target.write_text(edit.edit(original, version, original_trainer))
+        trainer.write_text(edit.edit_trainer(original_trainer, version)[0])
         git("commit", "--quiet", "-a", "-F", str(SRC / "0001.msg"))
         test = repo / UPSTREAM_TEST
         test.parent.mkdir(parents=True)

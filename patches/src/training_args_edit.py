@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 TARGET = "src/transformers/training_args.py"
+TRAINER = "src/transformers/trainer.py"
 METHODS = Path(__file__).with_name("training_args_methods.py")
 
 
@@ -20,33 +21,30 @@ class EditError(RuntimeError):
 
 DOCSTRING_ENTRY = """
 
-        accelerator_state_policy (`str`, *optional*):
-            What to do with an accelerator state (`PartialState`/`AcceleratorState`) that already exists when the
-            devices are set up, for instance one created by an `Accelerator` instantiated before these arguments:
-
-                - `"auto"`: keep it if it is the state these arguments would get anyway: what a fresh `PartialState`
-                  built for them says of the device, distributed setup and process ranks, and the mixed precision,
-                  `torch.compile` settings and plugins the `Trainer` would ask for. Otherwise reset it and log a
-                  warning naming the differences.
-                - `"preserve"`: keep it, and raise a `ValueError` if it differs from that.
-                - `"reset"`: always reset it (the behavior before this option existed), logging a warning when a
-                  live state is discarded.
-
-            A state that did not finish initializing, or whose process group was destroyed, is always reset. When
-            unset, the `TRANSFORMERS_ACCELERATOR_STATE_POLICY` environment variable is used (case-insensitive, empty
-            means unset), then `"auto"`. Ignored when `accelerator_config` sets `use_configured_state=True`."""
+        accelerator_state_policy (`str`, *optional*, defaults to `"auto"`):
+            What to do with an accelerator state that exists before these arguments are built, such as the state of
+            an `Accelerator` created first. `"auto"` keeps it if it is the state these arguments would create (the
+            `PartialState` built for them and the `AcceleratorState` of a `Trainer` using them) and otherwise resets
+            it, warning when an `Accelerator`'s state is discarded. `"preserve"` keeps it and raises a `ValueError`
+            if it differs. `"reset"` always resets it, as before this option. Ignored with `use_configured_state`."""
 
 ELSE_OLD = """        else:
             AcceleratorState._reset_state(reset_partial_state=True)
 """
 FRESH_STATE = r"""^            if use_deepspeed:\n                del os\.environ\["ACCELERATE_USE_DEEPSPEED"\]\n"""
+# 5.x's `Trainer._build_accelerator_args` builds its `TorchDynamoPlugin` (group 1: the call)
+TRAINER_PLUGIN = (
+    r"^            from accelerate\.utils import TorchDynamoPlugin\n\n"
+    r"            dynamo_plugin = (TorchDynamoPlugin\(\n.*?^            \))\n"
+    r'            args\["dynamo_plugin"\] = dynamo_plugin\n'
+)
 
 
-def _replace_once(text, pattern, replacement, what, version, keep_match=False):
+def _replace_once(text, pattern, replacement, what, version, path=TARGET, keep_match=False):
     matches = list(re.finditer(pattern, text, flags=re.MULTILINE | re.DOTALL))
     if len(matches) != 1:
         found = "not found" if not matches else f"found {len(matches)} times"
-        raise EditError(f"transformers {version}: {TARGET}: anchor for {what} {found}; the patch cannot serve it")
+        raise EditError(f"transformers {version}: {path}: anchor for {what} {found}; the patch cannot serve it")
     start, end = matches[0].span()
     if keep_match:
         replacement = text[start:end] + replacement
@@ -57,42 +55,15 @@ def _insert_after(text, pattern, insertion, what, version):
     return _replace_once(text, pattern, insertion, what, version, keep_match=True)
 
 
-def traits(text: str) -> dict[str, bool]:
-    """What the edit adapts to in a release's `training_args.py`."""
+def traits(text: str, trainer: str) -> dict[str, bool]:
+    """What the edit adapts to in a release's `training_args.py` and `trainer.py`."""
     return {
-        # `Optional[...]` annotations (4.x) or `... | None` (5.x)
-        "old_typing": "    accelerator_config: Optional[" in text,
         # 5.x resolves `self.mixed_precision` in `__post_init__`, before the devices are set up
         "mixed_precision_resolved": "  self.mixed_precision = os." in text,
         "parallelism_config": bool(re.search(r"^    parallelism_config: ", text, flags=re.MULTILINE)),
-        "distributed_helper": "import _is_torch_distributed_initialized" in text,
-        # 5.x's `Trainer` builds the `TorchDynamoPlugin` itself (the variables are a fallback for accelerate < 1.2)
-        "dynamo_plugin_from_trainer": 'if not is_accelerate_available("1.2.0"):' in text,
+        # 5.x's `Trainer` builds the `TorchDynamoPlugin` itself; before, its `Accelerator` reads the variables
+        "trainer_builds_dynamo_plugin": bool(re.search(TRAINER_PLUGIN, trainer, flags=re.MULTILINE | re.DOTALL)),
     }
-
-
-def _optional_annotations(source: str) -> str:
-    """`source` with its `X | None` annotations written `Optional[X]`, as 4.x releases write them."""
-    lines = source.splitlines(keepends=True)
-    annotations = [
-        node.returns if isinstance(node, ast.FunctionDef) else node.annotation
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.FunctionDef | ast.AnnAssign | ast.arg)
-    ]
-    optional = [
-        node
-        for node in annotations
-        if isinstance(node, ast.BinOp)
-        and isinstance(node.op, ast.BitOr)
-        and isinstance(node.right, ast.Constant)
-        and node.right.value is None
-    ]
-    # from the last, so that the offsets of the others hold; ast counts them in UTF-8 bytes
-    for node in sorted(optional, key=lambda node: (node.lineno, node.col_offset), reverse=True):
-        line = lines[node.lineno - 1].encode()
-        written = f"Optional[{ast.get_source_segment(source, node.left)}]".encode()
-        lines[node.lineno - 1] = (line[: node.col_offset] + written + line[node.end_col_offset :]).decode()
-    return "".join(lines)
 
 
 def _members(cls: ast.ClassDef) -> dict[str, ast.stmt]:
@@ -104,11 +75,10 @@ def _members(cls: ast.ClassDef) -> dict[str, ast.stmt]:
     }
 
 
-def inserted_code(found: dict[str, bool]) -> tuple[str, str, list[str]]:
-    """The field, the helper methods and the `_setup_devices` statements, from `METHODS` in the release's form."""
+def inserted_code(found: dict[str, bool], trainer_plugin: str = "") -> tuple[str, str, list[str]]:
+    """The field, the helper methods and the `_setup_devices` statements, from `METHODS` in the release's form.
+    `trainer_plugin` is the `TorchDynamoPlugin(...)` call of the release's `Trainer`, which the helper takes over."""
     source = METHODS.read_text()
-    if found["old_typing"]:
-        source = _optional_annotations(source)
     lines = source.splitlines(keepends=True)
     classes = {node.name: node for node in ast.parse(source).body if isinstance(node, ast.ClassDef)}
     newest, older = (_members(classes[name]) for name in ("TrainingArguments", "OlderReleases"))
@@ -129,31 +99,41 @@ def inserted_code(found: dict[str, bool]) -> tuple[str, str, list[str]]:
     field = lines_of(newest.pop("accelerator_state_policy"))
     setup_devices = [lines_of(node) for node in newest.pop("_setup_devices").body]
     methods = {name: lines_of(node) for name, node in newest.items()}
-    if not found["dynamo_plugin_from_trainer"]:
-        methods["_trainer_dynamo_plugin"] = lines_of(older["_trainer_dynamo_plugin"])
-    conflicts = newest["_accelerator_state_conflicts"]
+    plugin, keep = newest["_torch_dynamo_plugin"], newest["_keep_accelerator_state"]
+    if not found["trainer_builds_dynamo_plugin"]:
+        methods[plugin.name] = lines_of(older[plugin.name])
+    elif trainer_plugin:
+        # the `Trainer`'s own call, moved: it calls this helper instead
+        moved = "        return " + trainer_plugin.replace("\n    ", "\n").replace("self.args.", "self.") + "\n"
+        methods[plugin.name] = swap(methods[plugin.name], statement(plugin, "return "), moved)
     if not found["mixed_precision_resolved"]:
-        computed = older["computed_mixed_precision"].body
-        methods[conflicts.name] = swap(
-            methods[conflicts.name], statement(conflicts, "mixed_precision = "), lines_of(computed[0], computed[-1])
+        (computed,) = older["computed_mixed_precision"].body
+        expression = ast.get_source_segment(source, computed.value)
+        methods[keep.name] = swap(
+            methods[keep.name], "self.mixed_precision\n", f"(\n                {expression}\n            )\n"
         )
     if not found["parallelism_config"]:
-        methods[conflicts.name] = swap(
-            methods[conflicts.name], statement(conflicts, 'if accelerator_state.get("parallelism_config")'), ""
-        )
-    if not found["distributed_helper"]:
-        (returned,) = older["distributed_initialized"].body
-        methods["_accelerator_state_defect"] = swap(
-            methods["_accelerator_state_defect"],
-            "_is_torch_distributed_initialized()",
-            ast.get_source_segment(source, returned.value),
+        methods[keep.name] = swap(
+            methods[keep.name], '            expected["parallelism_config"] = self.parallelism_config\n', ""
         )
     return field, "\n".join(methods.values()) + "\n", setup_devices
 
 
-def edit(text: str, version: str) -> str:
-    """Returns `text` (a pristine `training_args.py` of transformers `version`) with the fix applied."""
-    field, helpers, (resolve, set_aside, keep) = inserted_code(traits(text))
+def edit_trainer(trainer: str, version: str) -> tuple[str, str]:
+    """`trainer.py` calling the arguments' `_torch_dynamo_plugin`, and the call it made (empty where it made none)."""
+    match = re.search(TRAINER_PLUGIN, trainer, flags=re.MULTILINE | re.DOTALL)
+    if match is None:
+        return trainer, ""
+    call = '            args["dynamo_plugin"] = self.args._torch_dynamo_plugin()\n'
+    return _replace_once(trainer, TRAINER_PLUGIN, call, "the dynamo plugin", version, TRAINER), match.group(1)
+
+
+def edit(text: str, version: str, trainer: str) -> str:
+    """Returns `text` (a pristine `training_args.py` of transformers `version`) with the fix applied; `trainer` is the
+    release's pristine `trainer.py`."""
+    field, helpers, (validate, set_aside, keep) = inserted_code(
+        traits(text, trainer), edit_trainer(trainer, version)[1]
+    )
     text = _insert_after(
         text, r"^ +- `?use_configured_state`? \(`bool`.*?(?=\n\n)", DOCSTRING_ENTRY, "the docstring entry", version
     )
@@ -162,7 +142,7 @@ def edit(text: str, version: str) -> str:
         text, r"^ +return timedelta\(seconds=self\.ddp_timeout\)\n\n", helpers, "the helpers", version
     )
     text = _insert_after(
-        text, r'^        logger\.info\("PyTorch: setting up devices"\)\n', resolve, "the policy resolution", version
+        text, r'^        logger\.info\("PyTorch: setting up devices"\)\n', validate, "the policy check", version
     )
     # the reset stays, as the `else:` branch; the state is set aside before it
     else_line, reset_line = ELSE_OLD.splitlines(keepends=True)
