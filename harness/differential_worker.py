@@ -77,12 +77,14 @@ def run_step(step, scope, output_dir):
             return describe(made)
         return made.distributed_type.value
     if step in ARGUMENTS:
+        policy = {"accelerator_state_policy": scope["policy"]} if "policy" in scope else {}
         scope["args"] = TrainingArguments(
-            output_dir=output_dir, report_to="none", max_steps=1, disable_tqdm=True, **ARGUMENTS[step]
+            output_dir=output_dir, report_to="none", max_steps=1, disable_tqdm=True, **ARGUMENTS[step], **policy
         )
         return str(scope["args"].device.type)
-    if step == "policy(reset)":  # the published release ignores the variable: both sides then reset
-        os.environ["TRANSFORMERS_ACCELERATOR_STATE_POLICY"] = "reset"
+    if step == "policy(reset)":  # later arguments ask for it; the published release has no such field: it resets
+        if "accelerator_state_policy" in TrainingArguments.__dataclass_fields__:
+            scope["policy"] = "reset"
         return "set"
     if step == "derive(bf16)":
         scope["args"] = dataclasses.replace(scope["args"], bf16=True, use_cpu=True)

@@ -11,11 +11,8 @@ import os
 from pathlib import Path
 
 POLICY_FIELD = "accelerator_state_policy"
-POLICY_ENV = "TRANSFORMERS_ACCELERATOR_STATE_POLICY"
 POLICIES = ("auto", "preserve", "reset")
 DEFAULT = "default"  # the policy left unset: the field's default (`auto`), as most programs run
-# the state survived unchanged, was discarded, or `ValueError` named the conflict
-OUTCOMES = ("kept", "reset", "error")
 
 
 def _accelerator():

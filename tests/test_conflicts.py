@@ -8,10 +8,10 @@ from accelerate import Accelerator, PartialState
 from accelerate.utils import DynamoBackend, TorchDynamoPlugin, is_compiled_module
 from parameterized import parameterized
 from transformers import Trainer, TrainingArguments
-from transformers.utils import logging
 
 from tests.testing_utils import (
     PATCHED,
+    RESET_WARNING,
     AccelerateStateTestCase,
     TinyRegression,
     bug_on_unpatched,
@@ -30,11 +30,12 @@ CONFLICTS = [
         ["`no`", "`bf16`"],
     ),
     # a kept state would silently ignore the FSDP plugin the Trainer builds from the arguments
-    ("args_fsdp", {"cpu": True}, {"use_cpu": True, "fsdp": "full_shard"}, ["`deepspeed` or `fsdp` is set"]),
+    ("args_fsdp", {"cpu": True}, {"use_cpu": True, "fsdp": "full_shard"}, ["`deepspeed` or `fsdp` needs a state"]),
 ]
 
 
 FIELDS = {"regional": "use_regional_compilation"}
+VALUES = {"options": "{'trace.enabled': False}"}
 
 
 class GraphBreakRegression(TinyRegression):
@@ -66,49 +67,36 @@ class ConflictTest(AccelerateStateTestCase):
     def test_auto_warns_and_resets(self, _, state_kwargs, args_kwargs, words):
         warnings = self.assert_state_discarded("auto", state_kwargs, args_kwargs)
         if PATCHED:
-            self.assertEqual(warnings.out.count("Resetting the existing accelerator state"), 1)
-            for word in ["Resetting the existing accelerator state", *words]:
-                self.assertIn(word, warnings.out)
+            (line,) = [line for line in warnings.out.splitlines() if RESET_WARNING in line]  # one line
+            for word in [*words, "create it with the same settings, or after them"]:
+                self.assertIn(word, line)
 
     @parameterized.expand(CONFLICTS)
-    def test_reset_warns(self, _, state_kwargs, args_kwargs, words):
+    def test_reset_discards_silently_as_asked(self, _, state_kwargs, args_kwargs, words):
+        # the published release discards it without a word too; with `reset` the user asked for it
         warnings = self.assert_state_discarded("reset", state_kwargs, args_kwargs)
-        if PATCHED:
-            self.assertIn("Resetting the existing accelerator state", warnings.out)
-        else:
-            # the bug: the release discards the state without a word about it
-            self.assertNotIn("state", warnings.out.lower())
+        self.assertNotIn("state", warnings.out.lower())
 
 
 class WhatWasThereTest(AccelerateStateTestCase):
-    """The warnings name what the arguments found: an `Accelerator`'s state, or only a `PartialState`."""
+    """Quiet unless an `Accelerator`'s state is discarded: a kept state and a rebuilt `PartialState` log nothing."""
+
+    def test_rebuilt_partial_state_logs_nothing(self):
+        # what every `notebook_launcher` child meets: a `PartialState` that is not the one these arguments build
+        make_training_args(self.output_dir, None)
+        with patch.object(PartialState, "default_device", PropertyMock(return_value=torch.device("cuda"))):
+            with capture_training_args_logs() as warnings:
+                make_training_args(self.output_dir, None)
+        self.assertEqual(warnings.out, "")
 
     @bug_on_unpatched
-    def test_reset_of_a_partial_state_does_not_blame_an_accelerator(self):
-        make_training_args(self.output_dir, None, use_cpu=True)
-        with capture_training_args_logs() as warnings:
-            make_training_args(self.output_dir, "reset", use_cpu=True)
-        self.assertIn("Resetting the existing accelerator state", warnings.out)
-        self.assertIn("it was a `PartialState` only (no `Accelerator` existed)", warnings.out)
-        self.assertNotIn("can no longer be used", warnings.out)
-
-    @bug_on_unpatched
-    def test_reset_of_an_accelerators_state_names_it(self):
-        Accelerator(cpu=True)
-        with capture_training_args_logs() as warnings:
-            make_training_args(self.output_dir, "reset", use_cpu=True)
-        self.assertIn("the `Accelerator` created before these `TrainingArguments` can no longer be used", warnings.out)
-
-    @bug_on_unpatched
-    def test_keeping_an_accelerators_state_says_once_what_later_accelerators_get(self):
-        # the deliberate difference is never silent: a later `Accelerator(...)` shares the kept state
-        logging.get_logger("transformers.training_args").warning_once.cache_clear()
-        Accelerator(cpu=True)
+    def test_kept_accelerator_state_logs_nothing(self):
+        accelerator = Accelerator(cpu=True)
         with capture_training_args_logs() as warnings:
             make_training_args(self.output_dir, None, use_cpu=True)
             make_training_args(self.output_dir, None, use_cpu=True)
-        self.assertEqual(warnings.out.count("a later `Accelerator(...)` shares it"), 1)
-        self.assertIn("accelerator_state_policy='reset'", warnings.out)
+        self.assertEqual(warnings.out, "")
+        self.assertEqual(accelerator.device.type, "cpu")
 
 
 class CompileAndDeviceConflictTest(AccelerateStateTestCase):
@@ -116,20 +104,32 @@ class CompileAndDeviceConflictTest(AccelerateStateTestCase):
 
     def assert_reset_with_warning(self, accelerator, warnings, *words):
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
-        if PATCHED:
-            for word in ["Resetting the existing accelerator state", *words]:
+        if PATCHED and words:
+            for word in [RESET_WARNING, *words]:
                 self.assertIn(word, warnings.out)
 
     @parameterized.expand(
         [
-            ("state_compiles", {"dynamo_backend": "eager"}, {}, "`backend` is `EAGER`", "but `NO`"),
-            ("args_compile", {}, {"torch_compile_backend": "eager"}, "`backend` is `NO`", "but `EAGER`"),
+            (
+                "state_compiles",
+                {"dynamo_backend": "eager"},
+                {},
+                "`dynamo_plugin` is `TorchDynamoPlugin(backend=<DynamoBackend.EAGER",
+                "not `TorchDynamoPlugin(backend=<DynamoBackend.NO",
+            ),
+            (
+                "args_compile",
+                {},
+                {"torch_compile_backend": "eager"},
+                "is `TorchDynamoPlugin(backend=<DynamoBackend.NO",
+                "not `TorchDynamoPlugin(backend=<DynamoBackend.EAGER",
+            ),
             (
                 "other_mode",
                 {"dynamo_plugin": TorchDynamoPlugin(backend="eager", mode="reduce-overhead")},
                 {"torch_compile_backend": "eager"},
-                "`mode` is `reduce-overhead`",
-                "but `default`",
+                "mode='reduce-overhead'",
+                "mode='default'",
             ),
         ]
     )
@@ -156,16 +156,25 @@ class CompileAndDeviceConflictTest(AccelerateStateTestCase):
         accelerator = Accelerator(cpu=True, dynamo_plugin=TorchDynamoPlugin(backend="eager", **plugin_kwargs))
         with capture_training_args_logs() as warnings:
             args = make_training_args(self.output_dir, None, use_cpu=True, max_steps=2, torch_compile_backend="eager")
-        self.assert_reset_with_warning(accelerator, warnings, f"`torch.compile` `{FIELDS.get(field, field)}` is")
+        value = VALUES.get(field, plugin_kwargs[FIELDS.get(field, field)])
+        self.assert_reset_with_warning(accelerator, warnings, f"{FIELDS.get(field, field)}={value}")
         trainer = Trainer(model=GraphBreakRegression(), args=args, train_dataset=regression_dataset())
         self.assertEqual(trainer.accelerator.state.dynamo_plugin, TorchDynamoPlugin(backend="eager"))
         self.assertEqual(trainer.train().global_step, 2)  # `fullgraph` would refuse the graph break
 
-    def test_compile_settings_unread_without_a_backend_are_no_conflict(self):
-        # with backend `no` accelerate never compiles: the other fields of the plugin cannot matter
+    def test_a_plugin_other_than_the_trainers_is_a_difference_without_a_backend_too(self):
+        # the `Trainer`'s `Accelerator` would take the kept plugin whole: it must be the one the `Trainer` builds
         accelerator = Accelerator(cpu=True, dynamo_plugin=TorchDynamoPlugin(backend="no", fullgraph=True))
-        make_training_args(self.output_dir, None, use_cpu=True)
-        self.assertEqual(hasattr(accelerator.state, "distributed_type"), PATCHED)
+        with capture_training_args_logs() as warnings:
+            make_training_args(self.output_dir, None, use_cpu=True)
+        self.assert_reset_with_warning(accelerator, warnings, "fullgraph=True")
+
+    @unittest.skipUnless(hasattr(TrainingArguments, "_torch_dynamo_plugin"), "the patched release's helper")
+    def test_trainer_and_arguments_build_the_same_dynamo_plugin(self):
+        for kwargs in ({}, {"torch_compile_backend": "eager", "torch_compile_mode": "reduce-overhead"}):
+            args = make_training_args(self.output_dir, None, use_cpu=True, **kwargs)
+            trainer = Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())
+            self.assertEqual(trainer.accelerator.state.dynamo_plugin, args._torch_dynamo_plugin())
 
     def test_second_trainer_asking_for_torch_compile_is_compiled(self):
         first = make_training_args(self.output_dir, None, use_cpu=True, max_steps=1)
@@ -184,16 +193,14 @@ class CompileAndDeviceConflictTest(AccelerateStateTestCase):
             with capture_training_args_logs() as warnings:
                 make_training_args(self.output_dir, policy)
         self.assert_reset_with_warning(
-            accelerator, warnings, *(["`device` is `cpu` but `cuda`"] if policy == "auto" else [])
+            accelerator, warnings, *(["`device` is `cpu`, not `cuda`"] if policy == "auto" else [])
         )
 
     @bug_on_unpatched
     def test_cpu_state_where_an_accelerator_is_available_with_preserve(self):
         accelerator = Accelerator(cpu=True)
         with patch.object(PartialState, "default_device", PropertyMock(return_value=torch.device("cuda"))):
-            with self.assertRaisesRegex(
-                ValueError, "`device` is `cpu` but `cuda` in a state built for these arguments"
-            ):
+            with self.assertRaisesRegex(ValueError, "`device` is `cpu`, not `cuda`"):
                 make_training_args(self.output_dir, "preserve")
         self.assertEqual(accelerator.device.type, "cpu")
 

@@ -46,8 +46,11 @@ def test_applies_names_the_anchor_a_release_lacks(tmp_path, monkeypatch):
     archive = tmp_path / "transformers-9.9.9.tar.gz"
     source = tmp_path / "training_args.py"
     source.write_text("class TrainingArguments:\n    pass\n")  # none of the code the fix edits
+    trainer = tmp_path / "trainer.py"
+    trainer.write_text("class Trainer:\n    pass\n")
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(source, arcname=f"transformers-9.9.9/{TARGET}")
+        tar.add(trainer, arcname="transformers-9.9.9/src/transformers/trainer.py")
     for module in (applies, make_patches):
         monkeypatch.setattr(module, "fetch_archive", lambda version: archive)
     monkeypatch.setattr(applies, "load_pins", lambda: {"9.9.9": "0" * 64})
@@ -78,7 +81,7 @@ def test_series_that_does_not_apply_fails_loudly_and_changes_nothing(tmp_path):
     subprocess.run(["git", "init", "--quiet", str(tmp_path)], check=True)
     version = newest()
     with pytest.raises(
-        TreeError, match=rf"transformers {version}: patches/{version}/0001-.* does not apply to {TARGET}"
+        TreeError, match=rf"transformers {version}: patches/{version}/0001-.* does not apply to .*{TARGET}"
     ):
         tree.apply_series(tmp_path, version)
     assert target.read_text() == original
@@ -104,13 +107,26 @@ def test_a_fix_that_removes_an_upstream_line_is_not_minimal(tmp_path):
     text = fix.read_text()
     removing.write_text(
         text.replace(
-            "\n+            existing_state = self._set_aside_accelerator_state(accelerator_state_policy)",
+            "\n+            self._keep_accelerator_state(*existing_state)",
             "\n-        if False:",
             1,
         )
     )
     assert check_patch.check([removing, tests]) == [f"{fix.name}: removes upstream lines: ['if False:']"]
     assert check_patch.check([fix]) == ["expected 2 patches, found 1"]
+
+
+def test_every_pinned_series_adds_at_most_the_budget_to_training_args(tmp_path):
+    counts = {version: check_patch.added_lines(series(version)[0].read_text()) for version in committed_series()}
+    assert all(0 < count <= check_patch.BUDGET for count in counts.values()), counts
+    fix, tests = series(newest())
+    padded = tmp_path / fix.name
+    hunk = "\n+    def _keep_accelerator_state"
+    room = check_patch.BUDGET - counts[newest()]
+    padded.write_text(fix.read_text().replace(hunk, "\n+" * (room + 1) + hunk, 1))
+    assert check_patch.check([padded, tests]) == [
+        f"{fix.name}: adds {check_patch.BUDGET + 1} lines to {check_patch.TRAINING_ARGS}, more than 80"
+    ]
 
 
 def test_check_names_only_the_series_that_drifted(monkeypatch, capsys):

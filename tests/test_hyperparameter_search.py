@@ -41,5 +41,5 @@ class HyperparameterSearchTest(AccelerateStateTestCase):
         if not PATCHED:
             self.assertEqual(self.run_trials("preserve"), ["no", "bf16", "bf16"])  # no policy: always reset
             return
-        with self.assertRaisesRegex(ValueError, "mixed precision `no` but these arguments ask for `bf16`"):
+        with self.assertRaisesRegex(ValueError, "`mixed_precision` is `no`, not `bf16`"):
             self.run_trials("preserve")

@@ -66,6 +66,11 @@ class UnusableStateTest(AccelerateStateTestCase):
     @parameterized.expand(list(cases()))
     def test_retry_after_a_failed_initialization(self, _, name, policy):
         self.leave_partial_state(name)
+        if PATCHED and policy == "preserve":
+            # `preserve` never discards a state: what the failed try left is named, and `reset` is the way out
+            with self.assertRaisesRegex(ValueError, r"is `None`, not .*accelerator_state_policy='reset'"):
+                make_training_args(self.output_dir, policy, use_cpu=True)
+            policy = "reset"
         with capture_training_args_logs() as warnings:
             args = make_training_args(self.output_dir, policy, use_cpu=True, bf16=True, max_steps=2)
         self.assertEqual(args.device.type, "cpu")
@@ -74,5 +79,5 @@ class UnusableStateTest(AccelerateStateTestCase):
         trainer = Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())
         self.assertEqual(trainer.train().global_step, 2)
         self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16")
-        if PATCHED:  # a discarded state is named, never dropped silently
-            self.assertIn("Resetting the existing accelerator state", warnings.out)
+        # no `Accelerator` was made: rebuilt without a word, as published does
+        self.assertNotIn("state", warnings.out.lower())

@@ -19,7 +19,7 @@ from transformers import TrainingArguments
 from transformers.testing_utils import CaptureLogger
 from transformers.utils import logging
 
-from harness.scenarios import POLICY_ENV, POLICY_FIELD
+from harness.scenarios import POLICY_FIELD
 from tpu_demo.arguments import LaunchArguments
 from tpu_demo.launch import launch_arguments
 
@@ -36,16 +36,16 @@ def capture_training_args_logs() -> CaptureLogger:
 
 @contextlib.contextmanager
 def accelerate_environment_cleared():
-    """No `ACCELERATE_*` or policy variable inside; the whole environment as it was after (accelerate's
+    """No `ACCELERATE_*` variable inside; the whole environment as it was after (accelerate's
     `clear_environment` would drop every variable, its `patch_environment` only adds)."""
     with patch.dict(os.environ):
-        for key in [key for key in os.environ if "ACCELERATE" in key or key == POLICY_ENV]:
+        for key in [key for key in os.environ if "ACCELERATE" in key]:
             del os.environ[key]
         yield
 
 
 class AccelerateStateTestCase(AccelerateTestCase):
-    """accelerate's base (its singletons reset after every test), run without `ACCELERATE_*` or policy variables, and
+    """accelerate's base (its singletons reset after every test), run without `ACCELERATE_*` variables, and
     from no state: a plain test function run before it on the same xdist worker may have left one (the fine-tune's
     data preparation and generation make a `PartialState`), which accelerate's base resets only after."""
 
@@ -58,13 +58,15 @@ class AccelerateStateTestCase(AccelerateTestCase):
 
 
 def make_training_args(output_dir, policy=None, **kwargs):
-    """Builds `TrainingArguments` with `policy`; the unpatched release ignores the variable it is passed through."""
+    """Builds `TrainingArguments` with `policy` (the published release has no such field: it always resets)."""
     kwargs.setdefault("report_to", "none")
     if policy is not None and PATCHED:
         kwargs[POLICY_FIELD] = policy
-    elif policy is not None:
-        os.environ[POLICY_ENV] = policy
     return TrainingArguments(output_dir=str(output_dir), **kwargs)
+
+
+# the one line the patched release logs when it discards an `Accelerator`'s state (policy `auto`)
+RESET_WARNING = "Resetting the state of the `Accelerator` created before these `TrainingArguments`"
 
 
 require_xla = pytest.mark.skipif(not is_torch_xla_available(), reason="needs torch_xla (run `tox -e tpu`)")

@@ -18,7 +18,6 @@ import unittest
 from unittest.mock import patch
 
 from parameterized import parameterized
-
 from transformers import TrainingArguments, is_torch_available
 from transformers.testing_utils import (
     CaptureLogger,
@@ -27,14 +26,11 @@ from transformers.testing_utils import (
     require_accelerate,
     require_torch,
 )
-from transformers.trainer_pt_utils import AcceleratorConfig
 from transformers.utils import is_accelerate_available, logging
-
 
 if is_torch_available():
     import torch
     from torch import nn
-
     from transformers import Trainer
 
     class TinyRegression(nn.Module):
@@ -45,11 +41,6 @@ if is_torch_available():
         def forward(self, input_x, labels=None):
             y = self.linear(input_x)
             return {"loss": nn.functional.mse_loss(y, labels), "logits": y}
-
-    class GraphBreakRegression(TinyRegression):
-        def forward(self, input_x, labels=None):
-            torch._dynamo.graph_break()
-            return super().forward(input_x, labels)
 
     class TinyRegressionDataset(torch.utils.data.Dataset):
         def __init__(self, length=16):
@@ -71,6 +62,19 @@ if is_accelerate_available():
 
 
 training_args_logger = logging.get_logger("transformers.training_args")
+RESET_WARNING = "Resetting the state of the `Accelerator` created before these `TrainingArguments`"
+
+# (name, `Accelerator` kwargs, `TrainingArguments` kwargs, what the message names)
+DIFFERENCES = [
+    ("mixed_precision", {"mixed_precision": "bf16"}, {}, "`mixed_precision` is `bf16`, not `no`"),
+    (
+        "torch_compile",
+        {"dynamo_backend": "eager"},
+        {},
+        "`dynamo_plugin` is `TorchDynamoPlugin(backend=<DynamoBackend.EAGER",
+    ),
+    ("fsdp", {}, {"fsdp": "full_shard"}, "`deepspeed` or `fsdp` needs a state built for it"),
+]
 
 
 def require_torch_multi_process_cpu(test_case):
@@ -88,130 +92,59 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         AcceleratorState._reset_state(reset_partial_state=True)
 
     def make_args(self, **kwargs):
-        return TrainingArguments(output_dir=self.get_auto_remove_tmp_dir(), report_to="none", **kwargs)
+        return TrainingArguments(output_dir=self.get_auto_remove_tmp_dir(), report_to="none", use_cpu=True, **kwargs)
 
-    @parameterized.expand([("accelerator",), ("partial_state",)])
-    def test_default_keeps_existing_state(self, maker):
-        state = Accelerator().state if maker == "accelerator" else PartialState()
+    @parameterized.expand(
+        [(maker, policy) for maker in ("accelerator", "partial_state") for policy in ("auto", "preserve", "reset")]
+    )
+    def test_matching_state(self, maker, policy):
+        state = Accelerator(cpu=True).state if maker == "accelerator" else PartialState(cpu=True)
         state.__dict__["_kept"] = True  # lives in the shared borg dict, so a reset clears it
-        self.make_args()
-        self.assertTrue(state.__dict__.get("_kept"))
-        self.assertEqual(state.distributed_type, DistributedType.NO)
-        self.assertIsNotNone(state.device)
-
-    @parameterized.expand([("auto", True), ("preserve", True), ("reset", False)])
-    def test_policy_without_conflict(self, policy, kept):
-        accelerator = Accelerator()
         with CaptureLogger(training_args_logger) as cl:
-            args = self.make_args(accelerator_state_policy=policy)
-        self.assertEqual(args.accelerator_state_policy, policy)
-        self.assertEqual(hasattr(accelerator.state, "distributed_type"), kept)
-        self.assertEqual("Resetting the existing accelerator state" in cl.out, not kept)
-
-    @parameterized.expand([("auto",), ("reset",)])
-    def test_conflict_resets_with_warning(self, policy):
-        accelerator = Accelerator(mixed_precision="bf16", cpu=True)
-        with CaptureLogger(training_args_logger) as cl:
-            self.make_args(accelerator_state_policy=policy, use_cpu=True)
-        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
-        self.assertIn("Resetting the existing accelerator state", cl.out)
-        if policy == "auto":
-            self.assertIn("mixed precision `bf16`", cl.out)
-
-    def test_fsdp_arguments_get_a_fresh_state(self):
-        # A kept state would silently ignore the FSDP plugin the `Trainer` builds from these arguments
-        accelerator = Accelerator(cpu=True)
-        with CaptureLogger(training_args_logger) as cl:
-            self.make_args(use_cpu=True, fsdp="full_shard")
-        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
-        self.assertIn("`deepspeed` or `fsdp` is set", cl.out)
-
-    def test_conflict_with_preserve_raises(self):
-        accelerator = Accelerator(mixed_precision="bf16", cpu=True)
-        with self.assertRaisesRegex(ValueError, "mixed precision `bf16` but these arguments ask for `no`"):
-            self.make_args(accelerator_state_policy="preserve", use_cpu=True)
-        self.assertEqual(accelerator.state.mixed_precision, "bf16")
-
-    def test_invalid_policy_raises(self):
-        with self.assertRaisesRegex(ValueError, "must be one of 'auto', 'preserve' or 'reset', got 'keep'"):
-            self.make_args(accelerator_state_policy="keep")
-
-    @parameterized.expand([("reset", False), (" RESET ", False), ("", True)])
-    def test_policy_from_environment(self, value, kept):
-        # case and surrounding whitespace are ignored and an empty variable is unset; the field stays `None`, so
-        # arguments derived later do not carry the environment's value
-        accelerator = Accelerator()
-        with patch.dict(os.environ, {"TRANSFORMERS_ACCELERATOR_STATE_POLICY": value}):
-            args = self.make_args()
-        self.assertIsNone(args.accelerator_state_policy)
-        self.assertEqual(hasattr(accelerator.state, "distributed_type"), kept)
-
-    def test_invalid_policy_from_environment_raises(self):
-        with patch.dict(os.environ, {"TRANSFORMERS_ACCELERATOR_STATE_POLICY": "none"}):
-            with self.assertRaisesRegex(ValueError, "`TRANSFORMERS_ACCELERATOR_STATE_POLICY` .* got 'none'"):
-                self.make_args()
-
-    @parameterized.expand([("auto",), ("preserve",), ("reset",)])
-    def test_fresh_init(self, policy):
-        with CaptureLogger(training_args_logger) as cl:
-            args = self.make_args(accelerator_state_policy=policy, use_cpu=True)
-        self.assertEqual(args.device.type, "cpu")
+            self.make_args(accelerator_state_policy=policy)
+        self.assertEqual(state.__dict__.get("_kept", False), policy != "reset")
+        self.assertEqual(cl.out, "")  # kept, or discarded as asked: nothing to say
         self.assertEqual(PartialState().distributed_type, DistributedType.NO)
-        self.assertNotIn("Resetting", cl.out)
 
-    def test_use_configured_state_requires_a_state(self):
-        with self.assertRaisesRegex(ValueError, "requires a pre-configured"):
-            self.make_args(accelerator_config={"use_configured_state": True}, accelerator_state_policy="reset")
-
-    def test_reused_accelerator_config(self):
-        # `use_configured_state` is consumed by the first arguments, as before; the default policy keeps the state
-        # for the next arguments built from the same config, and `reset` still discards it
-        accelerator = Accelerator()
-        config = AcceleratorConfig(use_configured_state=True)
-        self.make_args(accelerator_config=config)
-        self.make_args(accelerator_config=config)
-        self.assertEqual(accelerator.state.distributed_type, DistributedType.NO)
-        self.make_args(accelerator_config=config, accelerator_state_policy="reset")
-        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
-
-    @parameterized.expand([("auto",), ("preserve",), ("reset",)])
-    def test_incomplete_state_is_rebuilt(self, policy):
-        # A stray `LOCAL_RANK` makes the first initialization raise after storing part of the state
-        with patch.dict(os.environ, {"LOCAL_RANK": "0"}):
-            with self.assertRaises(ValueError):
-                self.make_args()
+    @parameterized.expand(DIFFERENCES)
+    def test_differing_state_is_reset_with_one_line(self, _, state_kwargs, args_kwargs, message):
+        accelerator = Accelerator(cpu=True, **state_kwargs)
         with CaptureLogger(training_args_logger) as cl:
-            args = self.make_args(accelerator_state_policy=policy, use_cpu=True)
+            self.make_args(**args_kwargs)
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        (line,) = [line for line in cl.out.splitlines() if RESET_WARNING in line]
+        self.assertIn(message, line)
+
+    @parameterized.expand(DIFFERENCES)
+    def test_differing_state_with_preserve_raises_and_is_kept(self, _, state_kwargs, args_kwargs, message):
+        accelerator = Accelerator(cpu=True, **state_kwargs)
+        with self.assertRaises(ValueError) as raised:
+            self.make_args(accelerator_state_policy="preserve", **args_kwargs)
+        self.assertIn(message, str(raised.exception))
+        self.assertIn("accelerator_state_policy='reset'", str(raised.exception))
+        self.assertEqual(accelerator.state.mixed_precision, state_kwargs.get("mixed_precision", "no"))
+
+    @parameterized.expand([("keep",), ("Preserve",), (None,)])
+    def test_invalid_policy_raises(self, value):
+        with self.assertRaisesRegex(ValueError, "`accelerator_state_policy` must be 'auto', 'preserve' or 'reset'"):
+            self.make_args(accelerator_state_policy=value)
+
+    @parameterized.expand([("no_state",), ("after_a_failed_try",)])
+    def test_fresh_init(self, before):
+        if before == "after_a_failed_try":
+            # a stray `LOCAL_RANK` makes the initialization raise after storing part of the state
+            with patch.dict(os.environ, {"LOCAL_RANK": "0"}), self.assertRaises(ValueError):
+                TrainingArguments(output_dir=self.get_auto_remove_tmp_dir(), report_to="none")
+        with CaptureLogger(training_args_logger) as cl:
+            args = self.make_args()
         self.assertEqual(args.device.type, "cpu")
         self.assertEqual(PartialState().num_processes, 1)
-        self.assertIn("did not finish initializing", cl.out)
+        self.assertEqual(cl.out, "")
 
-    def test_torch_compile_conflict_resets(self):
-        # A kept state would compile the `Trainer`'s model with the backend of the `Accelerator` created first
-        accelerator = Accelerator(cpu=True, dynamo_backend="eager")
-        with CaptureLogger(training_args_logger) as cl:
-            self.make_args(use_cpu=True)
-        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
-        self.assertIn("`torch.compile` `backend` is `EAGER`", cl.out)
-
-    def test_every_torch_compile_setting_is_compared(self):
-        # The `Trainer`'s `Accelerator` would take the kept plugin whole, here `fullgraph=True` on a model that
-        # breaks its graph: the state is rebuilt and training works as with a fresh state
-        from accelerate.utils import TorchDynamoPlugin
-
-        accelerator = Accelerator(cpu=True, dynamo_plugin=TorchDynamoPlugin(backend="eager", fullgraph=True))
-        with CaptureLogger(training_args_logger) as cl:
-            args = self.make_args(use_cpu=True, torch_compile_backend="eager", max_steps=2)
-        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
-        self.assertIn("`torch.compile` `fullgraph` is `True` but `False`", cl.out)
-        trainer = Trainer(model=GraphBreakRegression(), args=args, train_dataset=TinyRegressionDataset())
-        self.assertEqual(trainer.train().global_step, 2)
-
-    def test_partial_state_reset_does_not_blame_an_accelerator(self):
-        self.make_args(use_cpu=True)
-        with CaptureLogger(training_args_logger) as cl:
-            self.make_args(use_cpu=True, accelerator_state_policy="reset")
-        self.assertIn("it was a `PartialState` only", cl.out)
+    def test_trainer_builds_the_dynamo_plugin_the_arguments_compare(self):
+        args = self.make_args(torch_compile_backend="eager", torch_compile_mode="reduce-overhead")
+        trainer = Trainer(model=TinyRegression(), args=args, train_dataset=TinyRegressionDataset())
+        self.assertEqual(trainer.accelerator.state.dynamo_plugin, args._torch_dynamo_plugin())
 
     @require_torch_multi_process_cpu
     def test_state_of_another_launch_is_not_kept(self):
@@ -229,9 +162,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         # Successive trials must each train with the state their arguments ask for: a changed setting gets a fresh
         # state, an unchanged one keeps the state of the previous trial.
         for trial, (bf16, learning_rate) in enumerate([(False, 1e-3), (True, 1e-3), (True, 1e-2)]):
-            args = self.make_args(
-                use_cpu=True, bf16=bf16, learning_rate=learning_rate, max_steps=2, per_device_train_batch_size=4
-            )
+            args = self.make_args(bf16=bf16, learning_rate=learning_rate, max_steps=2, per_device_train_batch_size=4)
             trainer = Trainer(model=TinyRegression(), args=args, train_dataset=TinyRegressionDataset())
             trainer.train()
             self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if bf16 else "no", f"trial {trial}")
@@ -239,7 +170,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
 
     def test_accelerator_survives_trainer(self):
         accelerator = Accelerator(cpu=True)
-        args = self.make_args(use_cpu=True, max_steps=2, per_device_train_batch_size=4)
+        args = self.make_args(max_steps=2, per_device_train_batch_size=4)
         self.assertEqual(accelerator.distributed_type, DistributedType.NO)
         Trainer(model=TinyRegression(), args=args, train_dataset=TinyRegressionDataset()).train()
         model = TinyRegression()

@@ -59,7 +59,7 @@ class TrainingArguments:
                 expected.update(distributed_type=DistributedType.FSDP, fsdp_plugin=FullyShardedDataParallelPlugin())
         existing = partial_state | accelerator_state
         differences = [
-            f"`{key.lstrip('_')}` is {existing.get(key)!r}, not {value!r}"
+            f"`{key.lstrip('_')}` is `{existing.get(key)}`, not `{value}`"
             for key, value in expected.items()
             if existing.get(key) != value
         ]

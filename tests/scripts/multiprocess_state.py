@@ -2,10 +2,10 @@
 
     multiprocess_state.py OUTPUT_DIR POLICY/MODE ...
 
-POLICY is a value of the policy variable (or `default`: unset). MODE `keep` builds the arguments over the live state,
-`end_training` destroys the process group first, `ddp_timeout` asks for a timeout that an existing process group
-cannot take any more, `fsdp_launch` builds the Accelerator as `accelerate launch --use_fsdp` does on GPUs (FSDP from
-the environment; `fsdp_on_cpu` makes accelerate set it up on CPU processes). The scenarios run one after the other in
+POLICY is a value of `accelerator_state_policy` (or `default`: unset). MODE `keep` builds the arguments over the live
+state, `end_training` destroys the process group first, `fsdp_launch` builds the Accelerator as `accelerate launch
+--use_fsdp` does on GPUs (FSDP from the environment; `fsdp_on_cpu` makes accelerate set it up on CPU processes), and
+`fsdp_plugin` passes an FSDP plugin of its own in code. The scenarios run one after the other in
 the same processes (one launch: the interpreters start once); each begins from no accelerate state, over the process
 group the previous one left.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from accelerate import Accelerator, PartialState
 from accelerate.state import AcceleratorState
+from accelerate.utils import FullyShardedDataParallelPlugin
 from fsdp_on_cpu import build_fsdp_on_cpu
 from transformers import TrainingArguments
 from transformers.testing_utils import CaptureLogger
@@ -31,27 +32,32 @@ def describe(accelerator):
 
 
 def run(output_dir, policy, mode, rebuilds):
-    os.environ.pop("TRANSFORMERS_ACCELERATOR_STATE_POLICY", None)
-    if policy != "default":
-        os.environ["TRANSFORMERS_ACCELERATOR_STATE_POLICY"] = policy
+    patched = "accelerator_state_policy" in TrainingArguments.__dataclass_fields__
+    extra = {"accelerator_state_policy": policy} if patched and policy != "default" else {}
     AcceleratorState._reset_state(True)
     for variable in ("ACCELERATE_USE_FSDP", "FSDP_VERSION"):
         os.environ.pop(variable, None)
     if mode == "fsdp_launch":  # the variables `accelerate launch --use_fsdp --fsdp_version 2` exports
         os.environ.update(ACCELERATE_USE_FSDP="true", FSDP_VERSION="2")
-    accelerator = Accelerator()
+    plugin = (
+        FullyShardedDataParallelPlugin(fsdp_version=2, reshard_after_forward=False) if mode == "fsdp_plugin" else None
+    )
+    accelerator = Accelerator(fsdp_plugin=plugin)
     before = describe(accelerator)
     if mode == "end_training":
         accelerator.end_training()  # destroys the process group
         # A new rendezvous needs a store of its own: torchrun's still holds the first group's keys, which torch reuses.
         os.environ["TORCHELASTIC_USE_AGENT_STORE"] = "False"
         os.environ["MASTER_PORT"] = os.environ["REBUILD_PORTS"].split(",")[rebuilds]  # free ones, the test's choice
-    extra = {"ddp_timeout": 600} if mode == "ddp_timeout" else {}
+    error = None
     with CaptureLogger(logging.get_logger("transformers.training_args")) as logged:
-        TrainingArguments(output_dir=output_dir, report_to="none", **extra)
+        try:
+            TrainingArguments(output_dir=output_dir, report_to="none", **extra)
+        except ValueError as refused:
+            error = str(refused)
     after = describe(accelerator)
     PartialState().wait_for_everyone()  # whatever happened to the state, the processes still talk
-    return {"before": before, "after": after, "logged": logged.out}
+    return {"before": before, "after": after, "logged": logged.out, "error": error}
 
 
 build_fsdp_on_cpu()
