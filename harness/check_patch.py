@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from harness.archives import TreeError
-from harness.pins import newest, series
+from harness.pins import load_pins, newest, series, version_key
 from harness.tree import touched_files
 
 TRAINING_ARGS, TRAINER = "src/transformers/training_args.py", "src/transformers/trainer.py"
@@ -60,6 +60,21 @@ def check(patches: list[Path]) -> list[str]:
     if removed_lines(patches[1].read_text()):
         problems.append(f"{patches[1].name}: removes lines; it should only add the test file")
     return problems
+
+
+def numbers(version: str) -> str:
+    """The figures `docs/PULL_REQUEST.md` states, from the series of `version` (its test cases are pytest's count)."""
+    fix, tests = (patch.read_text() for patch in series(version))
+    methods = sum(line.startswith("+    def test_") for line in tests.splitlines())
+    releases = sorted(load_pins(), key=version_key)
+    return "\n".join(
+        [
+            f"- `training_args.py`: {added_lines(fix)} lines added, none removed; `trainer.py`: "
+            f"{len(removed_lines(fix, TRAINER))} lines removed, {added_lines(fix, TRAINER)} added.",
+            f"- `{FILES[1][0]}`: {methods} test methods, CASES cases.",
+            f"- The same change applies to {len(releases)} releases, {releases[0]} to {releases[-1]}.",
+        ]
+    )
 
 
 def main(argv=None) -> int:

@@ -1,5 +1,6 @@
 """The harness refuses what is not pinned: another archive, an unpinned version, a series that does not apply."""
 
+import re
 import subprocess
 import tarfile
 
@@ -181,3 +182,13 @@ def test_the_release_lists_agree():
         assert set(re.findall(r"!(tf\d+)", line)) == without_dia, extra
     oldest_dia = min((f for f in factors if f not in without_dia), key=lambda f: version_key(factors[f]))
     assert f"patched-{oldest_dia}" in tox["tox"]["env_list"]  # CI runs the oldest release line with Dia
+
+
+def test_pull_request_is_short_and_states_the_series_figures():
+    text = (PATCHES.parent / "docs/PULL_REQUEST.md").read_text()
+    assert len(text.splitlines()) <= 80
+    section = text.split("<!-- begin numbers (generated) -->\n")[1].split("\n<!-- end numbers -->")[0]
+    # the number of cases is pytest's, checked where the file runs (tests/test_upstream_file.py)
+    assert re.fullmatch(re.escape(check_patch.numbers(newest())).replace("CASES", r"\d+"), section)
+    message = (PATCHES / "src/0001.msg").read_text().splitlines()
+    assert len(message[0]) <= 72 and message[1] == "" and len(message[2:]) <= 15

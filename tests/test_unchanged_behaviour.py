@@ -50,7 +50,7 @@ class UnchangedBehaviourTest(AccelerateStateTestCase):
     def test_second_accelerator_with_other_settings(self, _, policy, reconfigurable):
         # The deliberate difference: a kept state belongs to the first Accelerator, and accelerate refuses to change
         # it under it, exactly as `Accelerator(); Accelerator(mixed_precision="bf16")` does without transformers.
-        # `reset` (or TRANSFORMERS_ACCELERATOR_STATE_POLICY=reset) gives the published behaviour back.
+        # `reset` gives the published behaviour back.
         first = Accelerator(cpu=True)
         make_training_args(self.output_dir, policy, use_cpu=True)
         if reconfigurable or not PATCHED:

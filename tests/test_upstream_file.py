@@ -15,6 +15,8 @@ def test_upstream_test_file(tmp_path):
     if PATCHED:
         assert result.returncode == 0, result.stdout[-4000:]
         assert "passed" in summary and "failed" not in summary
+        cases = int(summary.split(" passed")[0].split()[-1])
+        assert f"{cases} cases" in (ROOT / "docs/PULL_REQUEST.md").read_text(), summary
     else:
         assert result.returncode == 1, result.stdout[-4000:]
         failed = {

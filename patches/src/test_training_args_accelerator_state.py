@@ -18,6 +18,7 @@ import unittest
 from unittest.mock import patch
 
 from parameterized import parameterized
+
 from transformers import TrainingArguments, is_torch_available
 from transformers.testing_utils import (
     CaptureLogger,
@@ -28,9 +29,11 @@ from transformers.testing_utils import (
 )
 from transformers.utils import is_accelerate_available, logging
 
+
 if is_torch_available():
     import torch
     from torch import nn
+
     from transformers import Trainer
 
     class TinyRegression(nn.Module):
