@@ -24,4 +24,4 @@ def test_upstream_test_file(tmp_path):
             for line in result.stdout.splitlines()
             if line.startswith("FAILED ")
         }
-        assert {"test_matching_state_0_accelerator_auto", "test_accelerator_survives_trainer"} <= failed
+        assert {"test_matching_state_0_accelerator", "test_accelerator_survives_trainer"} <= failed
