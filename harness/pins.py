@@ -1,8 +1,7 @@
 """Pinned transformers releases and where their patch series live."""
 
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = ROOT / "patches"

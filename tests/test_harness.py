@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from harness import applies, archives, check_patch, differential, make_patches, tree
+from harness import applies, archives, check_patch, differential, make_patches, releases, tree
 from harness.archives import TreeError
 from harness.docs import replace_section
 from harness.pins import PATCHES, committed_series, load_pins, newest, series, version_key
@@ -155,33 +155,17 @@ def test_tox_names_the_newest_pin():
     assert tox["pins"]["newest"] == newest()
 
 
-def test_the_release_lists_agree():
-    """The releases the suite runs on are written in five places: the committed series (patches/<version>/), the tox
-    factors and the `matrix` label, the CI matrix, and the releases without Dia (no fine-tuner extras there). A
-    release added to one and not the others would silently go untested."""
-    import configparser
-    import re
-
-    from tpu_demo.compat import FIRST_SUPPORTED
-
-    tox = configparser.ConfigParser(interpolation=None)
-    tox.read(PATCHES.parent / "tox.ini")
-    env = tox["testenv"]
-    factors = {f"tf{v.replace('.', '')[:3]}": v for v in committed_series()}  # 4.53.3 -> tf453, 5.14.1 -> tf514
-    pinned = dict(re.findall(r"^(tf\d+): TF_VERSION = (\S+)$", env["setenv"], flags=re.M))
-    pinned = {f: tox["pins"]["newest"] if v == "{[pins]newest}" else v for f, v in pinned.items()}
-    assert pinned == factors
-    (label,) = re.findall(r"matrix = \{patched,unpatched\}-tf\{([\d,]+)\}", tox["tox"]["labels"])
-    assert {f"tf{n}" for n in label.split(",")} == set(factors)
-    workflow = (PATCHES.parent / ".github/workflows/matrix.yml").read_text()
-    ci = set(re.findall(r"^\s+- ((?:un)?patched-tf\d+)$", workflow, flags=re.M))
-    assert ci == {f"{kind}-{f}" for f in factors for kind in ("patched", "unpatched")}
-    without_dia = {f for f, v in factors.items() if version_key(v) < version_key(FIRST_SUPPORTED)}
-    for extra in ("datasets", "lora"):
-        (line,) = [line for line in env["extras"].splitlines() if line.endswith(f": {extra}")]
-        assert set(re.findall(r"!(tf\d+)", line)) == without_dia, extra
-    oldest_dia = min((f for f in factors if f not in without_dia), key=lambda f: version_key(factors[f]))
-    assert f"patched-{oldest_dia}" in tox["tox"]["env_list"]  # CI runs the oldest release line with Dia
+def test_the_release_lists_are_generated_from_the_committed_series(monkeypatch):
+    """tox.ini's factors, label and extras and the CI matrix are written from patches/<version>/ (one source)."""
+    for path, render in ((releases.TOX, releases.render_tox), (releases.WORKFLOW, releases.render_workflow)):
+        assert render(path.read_text()) == path.read_text(), f"{path.name} is stale: run python -m harness.releases"
+    tox = releases.TOX.read_text()
+    oldest_dia = min(set(committed_series()) - set(releases.without_dia()), key=version_key)
+    assert f"patched-{releases.factor(oldest_dia)}" in tox.split("env_list = ")[1].splitlines()[0]
+    # a release added to the series only is seen
+    monkeypatch.setattr(releases, "committed_series", lambda: [*committed_series(), "9.9.9"])
+    assert "tf999: TF_VERSION = 9.9.9" in releases.render_tox(tox)
+    assert "- unpatched-tf999" in releases.render_workflow(releases.WORKFLOW.read_text())
 
 
 def test_pull_request_is_short_and_states_the_series_figures():
