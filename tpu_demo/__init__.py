@@ -8,4 +8,6 @@ if sys.argv[:1] == ["-m"]:
     from tpu_demo.compat import unsupported_transformers
 
     if reason := unsupported_transformers():
-        sys.exit(f"tpu_demo: {reason}")
+        from tpu_demo.cli import fail
+
+        fail(reason)

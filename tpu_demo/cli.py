@@ -15,6 +15,11 @@ def config_parser(prog: str, description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def say(message: str, **print_kwargs) -> None:
+    """One line of the fine-tuner's own output, prefixed as its errors are."""
+    print(f"{PREFIX}: {message}", **print_kwargs)
+
+
 def fail(error) -> NoReturn:
     """Ends a command whose run failed: its reason in one line on stderr, exit code 1."""
     sys.exit(f"{PREFIX}: {error}")

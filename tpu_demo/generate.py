@@ -15,7 +15,7 @@ import torch
 
 from tpu_demo.arguments import check_sampling
 from tpu_demo.checkpoint import read_sharded_weights, sharded_checkpoint
-from tpu_demo.cli import fail
+from tpu_demo.cli import fail, say
 from tpu_demo.errors import FineTuneError
 from tpu_demo.samples import (
     DIA_SAMPLING,
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     for path, seconds, problems in written:
         print(f"{path} ({seconds:.2f} s)")
         if problems:  # what a listener would notice, said before anyone has to listen
-            print(f"tpu_demo: warning: {path} looks broken: {'; '.join(problems)}", file=sys.stderr)
+            say(f"warning: {path} looks broken: {'; '.join(problems)}", file=sys.stderr)
     return 0
 
 

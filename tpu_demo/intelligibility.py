@@ -8,14 +8,14 @@ import torch
 
 from tpu_demo.compat import LOAD_ERRORS
 from tpu_demo.errors import FineTuneError, require_folder
+from tpu_demo.tokens import TEXT_TAGS
 
-TAGS = re.compile(r"\[[^\]]*\]")
 PUNCTUATION = re.compile(r"[^\w\s']")
 
 
 def normalise(text: str) -> str:
     """What the error rates compare: the spoken words, lower case, without tags or punctuation."""
-    return " ".join(PUNCTUATION.sub(" ", TAGS.sub(" ", text)).lower().split())
+    return " ".join(PUNCTUATION.sub(" ", TEXT_TAGS.sub(" ", text)).lower().split())
 
 
 def error_rates(references: list[str], hypotheses: list[str]) -> dict:

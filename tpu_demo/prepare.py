@@ -14,6 +14,7 @@ from accelerate import PartialState
 from accelerate.utils import DistributedType, gather_object, parse_flag_from_env
 from tqdm.auto import tqdm
 
+from tpu_demo.cli import say
 from tpu_demo.data import CodesDataset, write_synthetic
 from tpu_demo.errors import LOAD_ERRORS, FineTuneError
 from tpu_demo.tokens import CODEBOOK_SIZE
@@ -65,7 +66,7 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
         recordings = read_recordings(path, data_args.audio_dir)
         layout, rows = recordings.layout, recordings.rows
     if state.is_main_process:
-        print(f"tpu_demo: dataset {layout}: {len(rows)} recordings", flush=True)
+        say(f"dataset {layout}: {len(rows)} recordings", flush=True)
     if not data_args.codec:
         raise FineTuneError(f"dataset {source} holds recordings: set `codec` to a DacModel folder or hub id")
     codec = Codec(data_args.codec, device=encoding_device(state))
@@ -77,7 +78,7 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
         # every process encodes its share of what the cache lacks, then all read the whole cache
         share = prepare(rows[state.process_index :: state.num_processes], codec, cache_dir, *settings, progress,
                         data_args.max_text_tokens, require_items=False)  # fmt: skip
-        print(f"tpu_demo: process {state.process_index} encoded {share.encoded} recordings", flush=True)
+        say(f"process {state.process_index} encoded {share.encoded} recordings", flush=True)
         parts = gather_object([share])
         prepared = prepare(rows, codec, cache_dir, *settings, None, data_args.max_text_tokens)
         prepared.add_encoding_of(parts)
@@ -85,7 +86,7 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
         with state.main_process_first():
             prepared = prepare(rows, codec, cache_dir, *settings, progress, data_args.max_text_tokens)
     if state.is_main_process:
-        print(f"tpu_demo: {prepared.summary()}", flush=True)
+        say(prepared.summary(), flush=True)
     description = f"{source}: {prepared.summary()}"
     return CodesDataset(cache_dir, items=prepared.items, num_channels=channels, description=description)
 
@@ -168,7 +169,7 @@ def main(argv=None) -> int:
         )
     except FineTuneError as error:
         fail(error)
-    print(f"tpu_demo: {len(dataset)} samples ready")
+    say(f"{len(dataset)} samples ready")
     # the process group goes before the interpreter: left to exit, gloo's threads could abort a process ("terminate
     # called without an active exception", rank 1 of a 2-process prepare in CI, transformers 4.53.3 env)
     state = PartialState()

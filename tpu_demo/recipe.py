@@ -28,6 +28,7 @@ from tpu_demo.checkpoint import (
     save_final,
     step_dirs,
 )
+from tpu_demo.cli import PREFIX
 from tpu_demo.compat import asks_activation_checkpointing, enable_activation_checkpointing, name_input_embeddings
 from tpu_demo.data import DiaCollator, enough_for_a_step, split
 from tpu_demo.errors import FineTuneError
@@ -305,7 +306,7 @@ class DiaFineTune:
                 self.stopped_early = True
                 best = progress.best
                 accelerator.print(
-                    f"tpu_demo: stopped early at step {progress.step}: {best.key} did not improve by more than "
+                    f"{PREFIX}: stopped early at step {progress.step}: {best.key} did not improve by more than "
                     f"{best.threshold} in {best.patience} evaluations (best {best.best_metric:.4f} at step "
                     f"{best.best_step})"
                 )

@@ -3,17 +3,14 @@ generation end with EOS or run to its length limit, how long is it for its text 
 range), how much of it is silence, and does it repeat one code frame.
 """
 
-import re
-
 import torch
 
-from tpu_demo.tokens import AUDIO_EOS
+from tpu_demo.tokens import AUDIO_EOS, TEXT_TAGS
 
 SILENCE_RMS = 0.01  # a window quieter than -40 dBFS is silence
 WINDOW_SECONDS = 0.02
 LONGEST_REPEAT_SECONDS = 1.0  # one code frame repeated this long is a stuck decoder, not speech
 MOSTLY_SILENT = 0.9
-TAGS = re.compile(r"\[[^\]]*\]")  # speaker and language tags are not spoken
 
 
 def limit_frames(max_new_tokens: int, delay_pattern) -> int:
@@ -22,7 +19,7 @@ def limit_frames(max_new_tokens: int, delay_pattern) -> int:
 
 
 def spoken_characters(text: str) -> int:
-    return max(1, len(" ".join(TAGS.sub(" ", text).split())))
+    return max(1, len(" ".join(TEXT_TAGS.sub(" ", text).split())))
 
 
 def longest_repeat(codes) -> int:

@@ -7,7 +7,7 @@ import os
 import sys
 
 from tpu_demo.arguments import load_raw
-from tpu_demo.cli import config_parser, fail
+from tpu_demo.cli import config_parser, fail, say
 from tpu_demo.errors import FineTuneError
 from tpu_demo.recipe import DiaFineTune
 
@@ -30,9 +30,9 @@ def main(argv=None) -> None:
         fail(error)
     except KeyboardInterrupt:  # Ctrl-C reaches every process of the run: one says what to do
         if os.environ.get("RANK", "0") == "0":
-            print(
-                "tpu_demo: interrupted; the same command with resume_from_checkpoint=latest continues from the run's "
-                "newest checkpoint",
+            say(
+                "interrupted; the same command with resume_from_checkpoint=latest continues from the run's newest "
+                "checkpoint",
                 file=sys.stderr,
             )
         sys.exit(130)  # a shell's code for Ctrl-C
