@@ -10,18 +10,17 @@ from safetensors.torch import save_file
 
 from tests.testing_utils import require_dia
 from tpu_demo.checkpoint import (
-    checkpoint_dir,
     load_checkpoint,
     load_model_weights_on_host,
     resolve_resume,
     rotate_checkpoints,
     save_checkpoint,
     save_final,
-    step_dirs,
     verify_checkpoint,
 )
 from tpu_demo.errors import FineTuneError
 from tpu_demo.lora import ADAPTER_WEIGHTS
+from tpu_demo.outputs import checkpoint_dir, step_dirs
 
 pytestmark = require_dia
 

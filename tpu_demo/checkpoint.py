@@ -14,10 +14,7 @@ from safetensors.torch import load_file
 
 from tpu_demo.errors import FineTuneError
 from tpu_demo.lora import ADAPTER_WEIGHTS, is_lora, load_adapter_weights
-
-
-def checkpoint_dir(output_dir, step) -> Path:
-    return Path(output_dir) / "checkpoints" / f"step-{step}"
+from tpu_demo.outputs import step_dirs, step_name
 
 
 def save_checkpoint(accelerator, model, path: Path) -> None:
@@ -27,11 +24,6 @@ def save_checkpoint(accelerator, model, path: Path) -> None:
     if accelerator.is_main_process:
         accelerator.unwrap_model(model).config.save_pretrained(path)
         accelerator.unwrap_model(model).generation_config.save_pretrained(path)
-
-
-def step_dirs(folder) -> list[Path]:
-    """The `step-N` folders in `folder` (checkpoints, samples), in step order."""
-    return sorted(Path(folder).glob("step-*"), key=lambda p: int(p.name[5:]))
 
 
 def resolve_resume(path, output_dir) -> Path:
@@ -148,7 +140,7 @@ def rotate_checkpoints(output_dir, limit, keep=None) -> None:
     """`save_total_limit`: only the newest `limit` checkpoints are kept. The step `keep` (the best one) counts among
     them and is kept too, as is the newest (to resume from), as the Trainer does with `load_best_model_at_end`."""
     found = step_dirs(Path(output_dir) / "checkpoints")
-    others = [path for path in found if path.name != f"step-{keep}"]
+    others = [path for path in found if path.name != step_name(keep)]
     newest = max(1, limit - (len(others) < len(found)))
     for old in others[: max(0, len(others) - newest)]:
         shutil.rmtree(old)

@@ -19,14 +19,12 @@ from tqdm.auto import tqdm
 from tpu_demo.arguments import LORA_UNSHARDED
 from tpu_demo.best_model import BestModel
 from tpu_demo.checkpoint import (
-    checkpoint_dir,
     load_checkpoint,
     load_model_weights,
     resolve_resume,
     rotate_checkpoints,
     save_checkpoint,
     save_final,
-    step_dirs,
 )
 from tpu_demo.cli import PREFIX
 from tpu_demo.compat import asks_activation_checkpointing, enable_activation_checkpointing, name_input_embeddings
@@ -37,6 +35,7 @@ from tpu_demo.loss import CodebookLoss
 from tpu_demo.metrics import MetricsLog
 from tpu_demo.model import build_model, register_static_mask_attention
 from tpu_demo.optimization import init_optimizer_state, make_optimizer, make_scheduler
+from tpu_demo.outputs import checkpoint_dir, step_dirs
 from tpu_demo.prepare import save_processor, training_data
 from tpu_demo.runtime import ComputeDtype, expose_xla_loader_dataset, forward_precision, make_accelerator
 from tpu_demo.sample_health import data_seconds_per_char

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tpu_demo.cli import fail
 from tpu_demo.errors import FineTuneError
+from tpu_demo.outputs import sample_path
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 CURVES = (("loss", "training loss"), ("eval_loss", "evaluation loss"), ("eval_cer", "held-out CER"),
@@ -109,7 +110,7 @@ def sample_table(run: Run, page_dir: Path) -> str:
     for step in sorted(samples):
         for prompt in sorted(samples[step]):
             health = samples[step][prompt]
-            wav = run.folder / "samples" / f"step-{step}" / f"prompt-{prompt}.wav"
+            wav = sample_path(run.folder, step, prompt)
             player = "(not kept)"
             if wav.is_file():
                 player = f'<audio controls preload="none" src="{html.escape(os.path.relpath(wav, page_dir))}"></audio>'

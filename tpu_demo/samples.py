@@ -12,6 +12,7 @@ import torch
 from tpu_demo.arguments import check_sampling, refuse_settings_while_off
 from tpu_demo.errors import FineTuneError
 from tpu_demo.intelligibility import error_rates
+from tpu_demo.outputs import prompt_name, sample_path
 from tpu_demo.sample_health import limit_frames, sample_health
 from tpu_demo.tokens import AUDIO_BOS, AUDIO_PAD, CODEBOOK_SIZE
 
@@ -236,12 +237,12 @@ class SampleWriter:
             rate = self.processor.feature_extractor.sampling_rate
             spoken = self.speak(accelerator, generator_model, self.texts, self.seed + step)
             for number, (clip, health) in enumerate(spoken, 1):
-                path = self.output_dir / "samples" / f"step-{step}" / f"prompt-{number}.wav"
+                path = sample_path(self.output_dir, step, number)
                 write_wav(path, clip, rate)
                 self.health.append({"file": str(path.relative_to(self.output_dir)), **health})
-                metrics |= health_metrics(f"sample/prompt-{number}", health)
+                metrics |= health_metrics(f"sample/{prompt_name(number)}", health)
                 if len(clip):  # trackers cannot show empty audio; the empty WAV is there to hear
-                    log_audio(accelerator, f"samples/prompt-{number}", clip, rate, step)
+                    log_audio(accelerator, f"samples/{prompt_name(number)}", clip, rate, step)
         accelerator.wait_for_everyone()  # every process reaches it: the others wait here, not in a collective
         return metrics
 
