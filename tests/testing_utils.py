@@ -66,7 +66,7 @@ def make_training_args(output_dir, policy=None, **kwargs):
 
 
 # the one line the patched release logs when it discards an `Accelerator`'s state (policy `auto`)
-RESET_WARNING = "Resetting the state of the `Accelerator` created before these `TrainingArguments`"
+RESET_WARNING = "Resetting the state of an `Accelerator` created before these `TrainingArguments`"
 
 
 require_xla = pytest.mark.skipif(not is_torch_xla_available(), reason="needs torch_xla (run `tox -e tpu`)")

@@ -65,7 +65,7 @@ if is_accelerate_available():
 
 
 training_args_logger = logging.get_logger("transformers.training_args")
-RESET_WARNING = "Resetting the state of the `Accelerator` created before these `TrainingArguments`"
+RESET_WARNING = "Resetting the state of an `Accelerator` created before these `TrainingArguments`"
 
 # (name, `Accelerator` kwargs, `TrainingArguments` kwargs, what the message names)
 DIFFERENCES = [

@@ -68,7 +68,7 @@ class TrainingArguments:
         if differences and self.accelerator_state_policy == "auto":
             if accelerator_state.get("_mixed_precision"):  # an `Accelerator` was created, not only attempted
                 logger.warning(
-                    "Resetting the state of the `Accelerator` created before these `TrainingArguments`, which differ "
+                    "Resetting the state of an `Accelerator` created before these `TrainingArguments`, which differ "
                     f"from it ({'; '.join(differences)}): create it with the same settings, or after them."
                 )
             return
