@@ -57,16 +57,16 @@ def snapshot(folder: Path) -> dict:
 
 
 def test_manifest_rows_language_tags_and_json_lines(tmp_path):
-    from tpu_demo.layouts import read_manifest
+    from tpu_demo.layouts import read_recordings
 
     manifest = recordings(tmp_path / "user", count=3, language=["de", ""], speaker=["anna"])
-    rows = read_manifest(manifest)
+    rows = read_recordings(manifest).rows
     assert [row.row for row in rows] == [2, 3, 4]  # as a spreadsheet counts them, after the header
     assert rows[0].prompt == "[de] [S1] tone 220" and rows[1].prompt == "[S1] tone 330"
     assert rows[0].audio == (tmp_path / "user/clips/00.wav").resolve()
     jsonl = tmp_path / "user/metadata.jsonl"
     jsonl.write_text("\n".join(json.dumps({"audio": f"clips/0{i}.wav", "text": "hi"}) for i in range(2)) + "\n")
-    assert [row.audio.name for row in read_manifest(jsonl)] == ["00.wav", "01.wav"]
+    assert [row.audio.name for row in read_recordings(jsonl).rows] == ["00.wav", "01.wav"]
 
 
 @pytest.mark.parametrize(
@@ -80,13 +80,13 @@ def test_manifest_rows_language_tags_and_json_lines(tmp_path):
     ids=["missing_column", "missing_transcript", "missing_file", "empty"],
 )
 def test_manifest_errors_name_the_row(tmp_path, content, message):
-    from tpu_demo.layouts import read_manifest
+    from tpu_demo.layouts import read_recordings
 
     recordings(tmp_path / "user", count=2)
     manifest = tmp_path / "user/bad.csv"
     manifest.write_text(content)
     with pytest.raises(FineTuneError, match=message):
-        read_manifest(manifest)
+        read_recordings(manifest)
 
 
 @pytest.mark.parametrize("content, message", [(b"not audio at all", "unreadable audio"), (None, "empty audio")])
@@ -104,20 +104,20 @@ def test_bad_audio_names_the_file(tmp_path, content, message):
 
 def test_unreadable_audio_in_a_manifest_names_row_and_file(tmp_path):
     from tpu_demo.audio import Codec, prepare
-    from tpu_demo.layouts import read_manifest
+    from tpu_demo.layouts import read_recordings
 
     manifest = recordings(tmp_path / "user", count=3)
     (tmp_path / "user/clips/01.wav").write_bytes(b"not audio")
     codec = Codec(str(tiny_codec(tmp_path / "codec")))
     with pytest.raises(FineTuneError, match=r"row 3: .*clips/01.wav: unreadable audio"):
-        prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")
+        prepare(read_recordings(manifest).rows, codec, tmp_path / "cache", 1000, "truncate")
 
 
 def test_audio_is_encoded_once_then_read_from_the_cache(tmp_path):
     from tpu_demo.audio import Codec, prepare
-    from tpu_demo.layouts import read_manifest
+    from tpu_demo.layouts import read_recordings
 
-    rows = read_manifest(recordings(tmp_path / "user", count=6))
+    rows = read_recordings(recordings(tmp_path / "user", count=6)).rows
     codec = Codec(str(tiny_codec(tmp_path / "codec")))
     first = prepare(rows, codec, tmp_path / "cache", max_frames=1000, too_long="truncate")
     assert (first.encoded, first.cached, first.stereo) == (6, 0, 2)
@@ -130,9 +130,9 @@ def test_audio_is_encoded_once_then_read_from_the_cache(tmp_path):
 
 def test_equal_length_clips_share_a_batch_and_get_the_codes_of_one_at_a_time(tmp_path):
     from tpu_demo.audio import Codec, prepare
-    from tpu_demo.layouts import read_manifest
+    from tpu_demo.layouts import read_recordings
 
-    rows = read_manifest(recordings(tmp_path / "user", count=12))  # 3 lengths, 4 clips of each
+    rows = read_recordings(recordings(tmp_path / "user", count=12)).rows  # 3 lengths, 4 clips of each
     rows.append(rows[0])  # the same recording twice: encoded once
     codec = Codec(str(tiny_codec(tmp_path / "codec")))
     one_at_a_time = prepare(rows, codec, tmp_path / "cache1", max_frames=1000, too_long="truncate")
@@ -156,9 +156,9 @@ def test_equal_length_clips_share_a_batch_and_get_the_codes_of_one_at_a_time(tmp
 
 def test_too_long_audio_is_truncated_or_dropped_and_counted(tmp_path):
     from tpu_demo.audio import Codec, prepare
-    from tpu_demo.layouts import read_manifest
+    from tpu_demo.layouts import read_recordings
 
-    rows = read_manifest(recordings(tmp_path / "user", count=3))  # 50, 56 and 62 frames
+    rows = read_recordings(recordings(tmp_path / "user", count=3)).rows  # 50, 56 and 62 frames
     codec = Codec(str(tiny_codec(tmp_path / "codec")))
     truncated = prepare(rows, codec, tmp_path / "cache", max_frames=55, too_long="truncate")
     assert (len(truncated.items), truncated.truncated) == (3, [3, 4])
@@ -290,14 +290,14 @@ def test_relative_output_and_cache_folders(tmp_path, monkeypatch):
 def test_transcripts_longer_than_the_text_length_are_dropped_and_named(tmp_path):
     # the collator cut them at max_text_tokens without a word (a dialogue lost its last turn)
     from tpu_demo.audio import Codec, prepare
-    from tpu_demo.layouts import read_manifest
+    from tpu_demo.layouts import read_recordings
 
     manifest = recordings(tmp_path / "user", count=3)
     lines = manifest.read_text().splitlines()
     lines[2] = lines[2].replace("[S1] tone 330", "[S1] tone 330. [S2] and a second turn that does not fit")
     manifest.write_text("\n".join(lines) + "\n")
     codec = Codec(str(tiny_codec(tmp_path / "codec")))
-    prepared = prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "drop", max_text_tokens=20)
+    prepared = prepare(read_recordings(manifest).rows, codec, tmp_path / "cache", 1000, "drop", max_text_tokens=20)
     assert [item["row"] for item in prepared.items] == [2, 4] and prepared.encoded == 2  # not even encoded
     assert "1 dropped as the transcript is longer than max_text_tokens 20 (rows 3)" in prepared.summary()
 
@@ -311,19 +311,19 @@ def test_long_audio_is_dropped_by_default():
 
 def test_a_clip_too_short_to_encode_names_its_row_and_silent_or_very_short_ones_are_named(tmp_path):
     from tpu_demo.audio import Codec, prepare
-    from tpu_demo.layouts import read_manifest
+    from tpu_demo.layouts import read_recordings
 
     manifest = recordings(tmp_path / "user", count=3)
     soundfile.write(tmp_path / "user/clips/01.wav", np.zeros(8820, dtype=np.float32), 22050)  # 0.4 s of silence
     codec = Codec(str(tiny_codec(tmp_path / "codec")))
-    prepared = prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")
+    prepared = prepare(read_recordings(manifest).rows, codec, tmp_path / "cache", 1000, "truncate")
     assert "1 silent (rows 3: check the recordings)" in prepared.summary()
     soundfile.write(tmp_path / "user/clips/02.wav", tone(0.2, 22050, 440.0), 22050)  # encodes, but says nothing
-    prepared = prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")
+    prepared = prepare(read_recordings(manifest).rows, codec, tmp_path / "cache", 1000, "truncate")
     assert "1 shorter than 0.25 s (rows 4: check the recordings)" in prepared.summary()
     soundfile.write(tmp_path / "user/clips/00.wav", tone(0.005, 22050, 220.0), 22050)  # 5 ms
     with pytest.raises(FineTuneError, match=r"row 2: .*00.wav: 0.005 s of audio is too short for the codec"):
-        prepare(read_manifest(manifest), codec, tmp_path / "cache", 1000, "truncate")
+        prepare(read_recordings(manifest).rows, codec, tmp_path / "cache", 1000, "truncate")
 
 
 def test_a_datasets_folder_without_the_package_names_what_to_install(tmp_path, monkeypatch):

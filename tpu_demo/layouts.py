@@ -75,10 +75,6 @@ def read_recordings(path, audio_dir=None) -> Recordings:
     return Recordings(f"{path}: {layout}, audio in {base}", rows)
 
 
-def read_manifest(path, audio_dir=None) -> list[ManifestRow]:
-    return read_recordings(path, audio_dir).rows
-
-
 def json_lines(path: Path):
     records = []
     for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
