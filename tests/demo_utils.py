@@ -89,7 +89,7 @@ def tiny_codec(folder, n_codebooks=9) -> Path:
     """A random DacModel small enough for tests (16 kHz, hop 128), saved as a user's codec folder."""
     from transformers import DacModel
 
-    from tpu_demo.model import tiny_codec_config
+    from tpu_demo.model.dia import tiny_codec_config
 
     DacModel(tiny_codec_config(n_codebooks)).save_pretrained(folder)
     return Path(folder)

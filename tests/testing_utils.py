@@ -20,7 +20,7 @@ from transformers.testing_utils import CaptureLogger
 from transformers.utils import logging
 
 from harness.scenarios import POLICY_FIELD
-from tpu_demo.arguments import LaunchArguments
+from tpu_demo.config.arguments import LaunchArguments
 from tpu_demo.launch import launch_arguments
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import torch
 
-from tpu_demo.arguments import check_sampling
-from tpu_demo.checkpoint import read_sharded_weights, sharded_checkpoint
 from tpu_demo.cli import fail, say
+from tpu_demo.config.arguments import check_sampling
 from tpu_demo.errors import FineTuneError
-from tpu_demo.samples import (
+from tpu_demo.evaluation.samples import (
     DIA_SAMPLING,
     check_prompts,
     generate_checked,
@@ -25,12 +24,13 @@ from tpu_demo.samples import (
     generation_settings,
     write_wav,
 )
+from tpu_demo.training.checkpoint import read_sharded_weights, sharded_checkpoint
 
 
 def find_processor(model_dir: Path, given: str | None):
     """`--processor`, else the model folder (a run's final/), else the run's processor/ beside its checkpoints: the
     first that transformers loads a `DiaProcessor` from."""
-    from tpu_demo.prepare import load_processor
+    from tpu_demo.model.processor import load_processor
 
     candidates = [Path(given)] if given else [model_dir, model_dir.parent.parent / "processor"]
     reasons = []
@@ -52,7 +52,7 @@ def load_model(model_dir: Path, base_model: str | None):
     from transformers import DiaForConditionalGeneration
 
     if (model_dir / "adapter_config.json").is_file():
-        from tpu_demo.lora import load_adapter
+        from tpu_demo.model.lora import load_adapter
 
         return load_adapter(model_dir, base_model)
     if base_model:
@@ -127,7 +127,7 @@ def training_seconds_per_char(model_dir: Path):
 
 
 def generate(args) -> list[tuple[Path, float, list[str]]]:
-    from tpu_demo.audio import load_audio
+    from tpu_demo.data.audio import load_audio
 
     model_dir = Path(args.model_dir)
     if not model_dir.is_dir():

@@ -8,8 +8,8 @@ import shlex
 import subprocess
 import sys
 
-from tpu_demo.arguments import LORA_UNSHARDED, load_raw, numbers_typed, parse_launch, refuse_unknown_keys
 from tpu_demo.cli import config_parser, fail
+from tpu_demo.config.arguments import LORA_UNSHARDED, load_raw, numbers_typed, parse_launch, refuse_unknown_keys
 from tpu_demo.errors import FineTuneError
 
 # FSDP2: each encoder and decoder layer its own unit, gathered for its forward and backward only
@@ -38,7 +38,7 @@ def launch_arguments(distributed_type, launch=None):
     """`accelerate launch` arguments (up to the program) and the environment variables to set, for one of accelerate's
     distributed types and a config's `LaunchArguments`. The one builder of the command: the launcher and the tests
     use it."""
-    from tpu_demo.arguments import LaunchArguments
+    from tpu_demo.config.arguments import LaunchArguments
 
     launch = launch or LaunchArguments()
     env, num_processes = {}, launch.num_processes

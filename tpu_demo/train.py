@@ -6,10 +6,10 @@ accelerate launch -m tpu_demo.train tpu_demo/configs/tiny.yaml [key=value ...]
 import os
 import sys
 
-from tpu_demo.arguments import load_raw
 from tpu_demo.cli import config_parser, fail, say
+from tpu_demo.config.arguments import load_raw
 from tpu_demo.errors import FineTuneError
-from tpu_demo.recipe import DiaFineTune
+from tpu_demo.training.recipe import DiaFineTune
 
 
 def train(config, overrides=()) -> dict:

@@ -1,0 +1,389 @@
+"""One YAML file for everything: the program's own settings, accelerate's, and `TrainingArguments`."""
+
+import dataclasses
+import os
+import typing
+from dataclasses import dataclass, field
+
+import yaml
+from transformers import HfArgumentParser, TrainingArguments
+
+from tpu_demo.errors import FineTuneError
+
+
+class CheckedChoices:
+    def __post_init__(self):
+        for f in dataclasses.fields(self):  # parse_dict does not apply argparse's choices
+            choices = f.metadata.get("choices")
+            if choices and getattr(self, f.name) not in choices:
+                raise FineTuneError(f"{f.name}: {getattr(self, f.name)!r} is not one of {', '.join(choices)}")
+
+
+@dataclass
+class LaunchArguments(CheckedChoices):
+    """What `accelerate launch` needs; `tpu_demo.launch` turns these into its flags."""
+
+    distributed_type: str = field(
+        default="auto",
+        metadata={
+            "help": "auto, NO, MULTI_CPU, MULTI_GPU or XLA",
+            "choices": ["auto", "NO", "MULTI_CPU", "MULTI_GPU", "XLA"],
+        },
+    )
+    num_processes: int = field(default=1, metadata={"help": "processes per machine"})
+    num_machines: int = field(
+        default=1, metadata={"help": "machines; each runs the same launch with its own machine_rank (not on TPU pods)"}
+    )
+    machine_rank: int = field(
+        default=0, metadata={"help": "this machine's rank, 0 (at main_process_ip) to num_machines - 1"}
+    )
+    main_process_ip: str | None = field(
+        default=None,
+        metadata={"help": "address of machine 0 that every machine reaches; needed with num_machines > 1"},
+    )
+    rdzv_backend: str = field(
+        default="static",
+        metadata={
+            "help": "torchrun rendezvous of several machines: static (machine_rank as given) or c10d (assigned)",
+            "choices": ["static", "c10d"],
+        },
+    )
+    mixed_precision: str = field(
+        default="no", metadata={"help": "no, fp16 or bf16", "choices": ["no", "fp16", "bf16"]}
+    )
+    main_process_port: int | None = field(default=None, metadata={"help": "rendezvous port for several processes"})
+    sharding: str = field(
+        default="no",
+        metadata={
+            "help": "no: every process holds the whole model (DDP, XLA replicas); fsdp: weights, gradients and "
+            "optimizer state sharded over the processes (accelerate's FSDP2 plugin, GPUs only in accelerate 1.15)",
+            "choices": ["no", "fsdp"],
+        },
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.num_machines > 1 and not self.main_process_ip:
+            raise FineTuneError(
+                f"num_machines: {self.num_machines} machines need main_process_ip (the address of machine 0)"
+            )
+        if not 0 <= self.machine_rank < self.num_machines:
+            raise FineTuneError(f"machine_rank: {self.machine_rank} is not in 0..{self.num_machines - 1}")
+
+
+@dataclass
+class ModelArguments(CheckedChoices):
+    model: str | None = field(
+        default=None,
+        metadata={
+            "help": "Dia weights in transformers format: a local folder (e.g. a snapshot of nari-labs/Dia-1.6B-0626) "
+            "or a hub id; unset: a tiny random Dia, for tests and the demo only"
+        },
+    )
+    dtype: str = field(
+        default="float32",
+        metadata={
+            "help": "dtype the weights are loaded in; keep float32 with `mixed_precision: bf16` for autocast",
+            "choices": ["float32", "bfloat16", "float16"],
+        },
+    )
+    tiny_hidden_size: int = field(default=64, metadata={"help": "hidden size of the tiny random Dia"})
+    tiny_layers: int = field(default=2, metadata={"help": "encoder and decoder layers of the tiny random Dia"})
+
+
+@dataclass
+class DataArguments(CheckedChoices):
+    dataset: str = field(
+        default="synthetic",
+        metadata={
+            "help": "recordings: a manifest (CSV, |-separated or JSON lines with audio and text columns, LJSpeech, "
+            "an audiofolder) or its folder, or a `datasets` folder; a folder of pre-computed codes (metadata.jsonl); "
+            "or `synthetic` (written under output_dir)"
+        },
+    )
+    audio_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "the folder a manifest's audio paths are relative to (default: the manifest's folder; LJSpeech: "
+            "its wavs/)"
+        },
+    )
+    codec: str | None = field(
+        default=None, metadata={"help": "DacModel folder (or hub id) that turns a manifest's audio into codes"}
+    )
+    cache_dir: str | None = field(
+        default=None, metadata={"help": "where encoded audio is cached, by content and codec (default: output_dir)"}
+    )
+    too_long: str = field(
+        default="drop",
+        metadata={
+            "help": "audio longer than max_audio_frames: drop, or truncate (its first frames with the whole "
+            "transcript: only where the words fit in them)",
+            "choices": ["drop", "truncate"],
+        },
+    )
+    synthetic_samples: int = field(default=96, metadata={"help": "how many samples `dataset: synthetic` makes"})
+    eval_samples: int = field(default=13, metadata={"help": "samples held out for evaluation (the last ones)"})
+    max_text_tokens: int = field(default=48, metadata={"help": "text is padded/truncated to this length"})
+    max_audio_frames: int = field(default=24, metadata={"help": "audio codes are padded/truncated to this length"})
+    text_dropout: float = field(default=0.1, metadata={"help": "chance to drop the text (classifier-free guidance)"})
+    stateful_dataloader: bool = field(
+        default=True, metadata={"help": "resume mid-epoch through torchdata's StatefulDataLoader when installed"}
+    )
+    stop_after_steps: int = field(
+        default=0, metadata={"help": "stop (as if interrupted) after this many optimizer steps; 0: run to the end"}
+    )
+
+
+@dataclass
+class LossArguments:
+    codebook_weights: list[float] | None = field(
+        default=None, metadata={"help": "one weight per codebook, e.g. [4, 1, 1, 1, 1, 1, 1, 1, 1]; default uniform"}
+    )
+    loss_on_audio_tokens_only: bool = field(
+        default=False, metadata={"help": "count only audio code targets in the loss, not EOS"}
+    )
+
+
+def check_sampling(overrides: dict) -> None:
+    """Refuses what transformers' Dia generation would change without a word."""
+    temperature, top_k = overrides.get("temperature"), overrides.get("top_k")
+    if temperature is not None and temperature < 1:
+        raise FineTuneError(
+            f"temperature {temperature}: transformers' Dia generation raises a temperature below 1 to 1; use 1 or "
+            "more, or top_k 1 for greedy decoding"
+        )
+    if top_k is not None and top_k < 1:
+        raise FineTuneError(f"top_k {top_k}: keep at least 1 candidate (1: greedy decoding)")
+
+
+@dataclass
+class SampleArguments:
+    sample_prompts: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "texts to speak during training, each a text or a mapping {text, speaker, language}; needs `codec`"
+        },
+    )
+    sample_every: int = field(default=0, metadata={"help": "optimizer steps between samples (and at the end); 0: end"})
+    sample_max_frames: int = field(default=0, metadata={"help": "audio frames to generate; 0: max_audio_frames"})
+    guidance_scale: float | None = field(
+        default=None, metadata={"help": "classifier-free guidance; default: the model's generation config, else 3.0"}
+    )
+    temperature: float | None = field(default=None, metadata={"help": "default: the model's, else 1.8"})
+    top_p: float | None = field(default=None, metadata={"help": "default: the model's, else 0.90"})
+    top_k: int | None = field(default=None, metadata={"help": "default: the model's, else 45; 1: greedy decoding"})
+
+    def __post_init__(self):
+        check_sampling(self.sampling_overrides())  # now, not when the first sample is due
+
+    def sampling_overrides(self) -> dict:
+        return {"guidance_scale": self.guidance_scale, "temperature": self.temperature, "top_p": self.top_p,
+                "top_k": self.top_k}  # fmt: skip
+
+
+@dataclass
+class LoraArguments:
+    lora_r: int = field(default=0, metadata={"help": "LoRA rank; 0: full fine-tuning. Needs `model` and PEFT"})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator (scale = alpha / r)"})
+    lora_dropout: float = field(default=0.0, metadata={"help": "dropout on the LoRA branch"})
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
+        metadata={"help": "Linear layers that get adapters (Dia: q/k/v/o_proj, gate_up_proj, down_proj)"},
+    )
+    merge_lora: bool = field(default=False, metadata={"help": "final/ holds merged weights instead of the adapter"})
+
+
+@dataclass
+class EvaluationArguments:
+    early_stopping_patience: int = field(
+        default=0,
+        metadata={
+            "help": "stop after this many evaluations without an improvement of metric_for_best_model (as the "
+            "Trainer's EarlyStoppingCallback); 0: never"
+        },
+    )
+    early_stopping_threshold: float = field(
+        default=0.0, metadata={"help": "how much better the metric must get to count as an improvement"}
+    )
+    eval_asr_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "a transformers speech-recognition model (folder or hub id, e.g. a Whisper): samples are "
+            "transcribed and their CER/WER logged; evaluations add eval_cer/eval_wer on held-out texts. Needs `codec` "
+            "and jiwer"
+        },
+    )
+    eval_asr_samples: int = field(
+        default=4, metadata={"help": "held-out texts each evaluation speaks and transcribes (eval_asr_model); 0: none"}
+    )
+
+    def __post_init__(self):
+        for name in ("early_stopping_patience", "early_stopping_threshold", "eval_asr_samples"):
+            if getattr(self, name) < 0:
+                raise FineTuneError(f"{name}: {getattr(self, name)} is negative")
+
+
+@dataclass
+class FineTuneConfig:
+    """The one YAML file, parsed: each part is one of the dataclasses above, `training` the `TrainingArguments`."""
+
+    launch: LaunchArguments
+    model: ModelArguments
+    data: DataArguments
+    loss: LossArguments
+    samples: SampleArguments
+    lora: LoraArguments
+    evaluation: EvaluationArguments
+    training: TrainingArguments
+
+
+ARGUMENT_CLASSES = tuple(part.type for part in dataclasses.fields(FineTuneConfig))
+
+# The `TrainingArguments` fields the fine-tune reads (tpu_demo/training/, tpu_demo/runtime/accelerator.py). Any
+# other one set to a value other than its default is refused by name: nothing is accepted and ignored.
+HONOURED_TRAINING_ARGUMENTS = {
+    "output_dir", "seed", "accelerator_state_policy", "resume_from_checkpoint",
+    "per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps",
+    "max_steps", "num_train_epochs", "learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon",
+    "max_grad_norm", "optim", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio",
+    "logging_steps", "eval_strategy", "eval_steps", "save_strategy", "save_steps", "save_total_limit", "report_to",
+    "dataloader_num_workers", "dataloader_pin_memory", "gradient_checkpointing", "activation_checkpointing",
+    "torch_compile", "load_best_model_at_end", "metric_for_best_model", "greater_is_better",
+}  # fmt: skip
+# Settings that belong to another key here.
+MOVED_TRAINING_ARGUMENTS = {
+    "bf16": "mixed_precision: bf16",
+    "fp16": "mixed_precision: fp16",
+    "use_cpu": "distributed_type: NO (and no accelerator visible), or run without a GPU",
+    "evaluation_strategy": "eval_strategy",
+}
+STRATEGIES = ("no", "steps", "epoch")
+
+
+def parse_overrides(overrides) -> dict:
+    """`key=value` pairs from the command line, values typed as YAML."""
+    parsed = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise FineTuneError(f"override {item!r} is not key=value")
+        parsed[key.strip()] = yaml.safe_load(value)
+    return parsed
+
+
+def load_raw(path, overrides=()) -> dict:
+    if not os.path.isfile(path):
+        raise FineTuneError(f"config file {path} does not exist")
+    with open(path) as f:
+        raw = yaml.safe_load(f) or {}
+    if not isinstance(raw, dict):
+        raise FineTuneError(f"{path} must hold a mapping of settings")
+    raw = raw | parse_overrides(overrides)
+    # YAML 1.1 reads a bare `no` (and `NO`) as false
+    for key, spelling in (("mixed_precision", "no"), ("eval_strategy", "no"), ("save_strategy", "no"),
+                          ("sharding", "no"), ("distributed_type", "NO")):  # fmt: skip
+        if raw.get(key) is False:
+            raw[key] = spelling
+    return raw
+
+
+def parse_launch(raw: dict) -> LaunchArguments:
+    (launch,) = HfArgumentParser(LaunchArguments).parse_dict(numbers_typed(raw), allow_extra_keys=True)
+    return launch
+
+
+def parse_data(raw: dict) -> DataArguments:
+    """The data settings alone, for what must be decided before `TrainingArguments` are (the Accelerator's loaders)."""
+    (data,) = HfArgumentParser(DataArguments).parse_dict(numbers_typed(raw), allow_extra_keys=True)
+    return data
+
+
+LORA_UNSHARDED = (
+    "lora_r: LoRA is not sharded by this fine-tuner; LoRA of the 1.6B model on bf16 weights fits one 24 GB GPU "
+    "(batch 2 x 20 s, docs/MEMORY_1_6B.md): set sharding: no"
+)
+
+
+def parse_all(raw: dict) -> FineTuneConfig:
+    """Every dataclass, refusing keys that none of them has."""
+    refuse_unknown_keys(raw)
+    refuse_unused_training_arguments(raw)
+    try:
+        return FineTuneConfig(*HfArgumentParser(ARGUMENT_CLASSES).parse_dict(numbers_typed(raw)))
+    except ValueError as error:  # TrainingArguments' own checks, e.g. load_best_model_at_end's strategies
+        raise FineTuneError(" ".join(str(error).replace("--", "").split())) from None
+
+
+def refuse_unknown_keys(raw: dict) -> None:
+    """Keys none of the dataclasses has, named (the launcher checks them too, before any process starts)."""
+    known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(raw) - known)
+    if "model_dir" in unknown:
+        raise FineTuneError(
+            "model_dir: now `model` (a local folder of Dia weights in transformers format, or a hub id)"
+        )
+    if "data_dir" in unknown:
+        raise FineTuneError("data_dir: now `dataset` (a manifest of recordings, a folder of codes, or synthetic)")
+    if "accelerator_state_policy" in unknown:
+        raise FineTuneError(
+            "accelerator_state_policy: this transformers has no such setting; it comes with the fix for "
+            "huggingface/transformers#40376 (install the patched transformers: `tox -e demo`)"
+        )
+    if unknown:
+        raise FineTuneError(f"unknown config keys: {', '.join(unknown)}")
+
+
+def numbers_typed(raw: dict) -> dict:
+    """Numbers written as YAML 1.1 reads them as text (`1e-4`, a string there) become numbers; a value that is none
+    is refused by its key before anything long starts (the dataclasses do not convert, the loop would fail later)."""
+    hints = {}
+    for cls in ARGUMENT_CLASSES:
+        hints.update(typing.get_type_hints(cls))
+    typed = dict(raw)
+    for key, value in raw.items():
+        kinds = [kind for kind in typing.get_args(hints.get(key)) or [hints.get(key)] if kind is not type(None)]
+        if kinds not in ([int], [float]) or value is None:
+            continue
+        number = kinds[0]
+        try:
+            if isinstance(value, bool):
+                raise ValueError
+            typed[key] = number(value) if isinstance(value, str) else value
+            if number is int and isinstance(value, float) and not value.is_integer():
+                raise ValueError
+        except ValueError:
+            raise FineTuneError(
+                f"{key}: {value!r} is not {'a whole number' if number is int else 'a number'}"
+            ) from None
+    return typed
+
+
+def is_default(field_, value) -> bool:
+    default = field_.default_factory() if field_.default_factory is not dataclasses.MISSING else field_.default
+    return value == default or value == getattr(default, "value", default)
+
+
+def refuse_settings_while_off(arguments, switch: str, why_off: str) -> None:
+    """Refuses the fields of `arguments` other than `switch` set to something else than their default: settings that
+    would be ignored while `switch` is off (`why_off` says how it is off)."""
+    given = [
+        f.name
+        for f in dataclasses.fields(arguments)
+        if f.name != switch and not is_default(f, getattr(arguments, f.name))
+    ]
+    if given:
+        raise FineTuneError(f"{', '.join(given)}: set, but {why_off}")
+
+
+def refuse_unused_training_arguments(raw: dict) -> None:
+    fields = TrainingArguments.__dataclass_fields__
+    for key, value in raw.items():
+        if key not in fields or key in HONOURED_TRAINING_ARGUMENTS or is_default(fields[key], value):
+            continue
+        if key in MOVED_TRAINING_ARGUMENTS:
+            raise FineTuneError(f"{key}: not read by this fine-tuner; use {MOVED_TRAINING_ARGUMENTS[key]}")
+        raise FineTuneError(f"{key}: a TrainingArguments setting this fine-tuner does not apply; remove it")
+    for key in ("eval_strategy", "save_strategy"):
+        if str(raw.get(key, "no")) not in STRATEGIES:
+            raise FineTuneError(f"{key}: {raw[key]!r} is not one of {', '.join(STRATEGIES)}")

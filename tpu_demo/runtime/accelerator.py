@@ -1,0 +1,125 @@
+"""The Accelerator the fine-tune runs on, and what accelerate 1.15 and torch_xla need around it.
+
+The Accelerator is made first, from the settings that must exist at its creation (mixed precision, the loaders'
+kind); `TrainingArguments` are parsed after it (huggingface/transformers#40376), and what comes from them (the output
+folder, trackers, gradient accumulation) is given to the Accelerator then: each default is read once, from its field.
+"""
+
+import contextlib
+import importlib.util
+import os
+
+import accelerate
+import torch
+import transformers
+from accelerate import Accelerator
+from accelerate.tracking import filter_trackers
+from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_xla_available, parse_flag_from_env
+
+from tpu_demo.config.arguments import parse_all, parse_data, parse_launch
+from tpu_demo.errors import FineTuneError
+
+
+def use_stateful_dataloader(data_args) -> bool:
+    # On XLA the prepared loader is wrapped in an MpDeviceLoader, whose position accelerate does not checkpoint.
+    stateful = data_args.stateful_dataloader and not is_torch_xla_available()
+    return stateful and importlib.util.find_spec("torchdata") is not None
+
+
+def make_accelerator(raw):
+    """The Accelerator and then the parsed config (`FineTuneConfig`), the Accelerator following its settings."""
+    launch = parse_launch(raw)
+    accelerator = Accelerator(
+        mixed_precision=launch.mixed_precision,
+        dataloader_config=DataLoaderConfiguration(
+            use_seedable_sampler=True, use_stateful_dataloader=use_stateful_dataloader(parse_data(raw))
+        ),
+    )
+    refuse_unsharded(accelerator, launch.sharding)
+    # What `accelerate launch --mixed_precision` exports; set here too so a direct run agrees with the Accelerator.
+    os.environ["ACCELERATE_MIXED_PRECISION"] = accelerator.mixed_precision
+    config = parse_all(raw)
+    if not hasattr(accelerator.state, "distributed_type"):
+        raise FineTuneError(
+            "building TrainingArguments reset the Accelerator's state "
+            f"(transformers {transformers.__version__}, huggingface/transformers#40376). Install the patched "
+            "transformers (`tox -e demo` does), or keep `accelerator_state_policy: auto` and make the config's "
+            "settings agree with the Accelerator's."
+        )
+    training = config.training
+    accelerator.gradient_accumulation_steps = training.gradient_accumulation_steps
+    accelerator.project_configuration.set_directories(training.output_dir)
+    accelerator.log_with = filter_trackers(trackers(training.report_to), accelerator.logging_dir)
+    return accelerator, config
+
+
+def refuse_unsharded(accelerator, sharding: str = "no") -> None:
+    """The config's `sharding: fsdp` or `accelerate launch --use_fsdp` (or `--use_deepspeed`) asked for sharding, but
+    accelerate 1.15 set up another kind (on CPU it builds DDP without a word): the run would train unsharded, so it
+    does not start."""
+    if sharding == "fsdp" and accelerator.distributed_type != DistributedType.FSDP:
+        raise FineTuneError(
+            f"sharding: fsdp, but accelerate set up {accelerator.distributed_type.value}: the model would train "
+            "unsharded. Start the run with `python -m tpu_demo.launch` (it passes accelerate's FSDP flags) on GPUs"
+        )
+    for kind, variable in (
+        (DistributedType.FSDP, "ACCELERATE_USE_FSDP"),
+        (DistributedType.DEEPSPEED, "ACCELERATE_USE_DEEPSPEED"),
+    ):
+        if parse_flag_from_env(variable) and accelerator.distributed_type != kind:
+            raise FineTuneError(
+                f"{kind.value} was asked for ({variable}), but accelerate set up "
+                f"{accelerator.distributed_type.value}: the model would train unsharded (accelerate "
+                f"{accelerate.__version__} shards on GPUs only)"
+            )
+
+
+def trackers(report_to) -> list[str]:
+    """`report_to` as accelerate trackers: `none`, `all` (every installed one), or names, each of which must be
+    installed (accelerate would drop a missing one with a log line only)."""
+    from accelerate.tracking import _available_trackers
+
+    available = [str(getattr(t, "value", t)) for t in _available_trackers]
+    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    if names in ([], ["none"]):
+        return []
+    if names == ["all"]:
+        return available
+    missing = [name for name in names if name not in available]
+    if missing:
+        raise FineTuneError(
+            f"report_to: {', '.join(missing)} not installed here (pip install {' '.join(missing)}); "
+            f"installed trackers: {', '.join(available) or 'none'}"
+        )
+    return names
+
+
+def expose_xla_loader_dataset() -> None:
+    """accelerate 1.15's `save_state`/`load_state` read `.dataset` from every prepared loader; its XLA wrapper
+    (`MpDeviceLoaderWrapper`) has none. Forward it to the wrapped loader."""
+    from accelerate.data_loader import MpDeviceLoaderWrapper
+
+    if not hasattr(MpDeviceLoaderWrapper, "dataset"):
+        MpDeviceLoaderWrapper.dataset = property(lambda self: self._loader.dataset)
+
+
+def forward_precision(accelerator):
+    """bf16 autocast on XLA. accelerate 1.15 autocasts there only off a TPU; on a TPU it sets XLA_USE_BF16, which
+    torch_xla 2.6+ no longer reads, so training would silently stay fp32. Elsewhere accelerate's own autocast works."""
+    if accelerator.distributed_type == DistributedType.XLA and accelerator.mixed_precision == "bf16":
+        return torch.autocast("xla", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+class ComputeDtype:
+    """The dtype the model's first Linear layer computed in: what mixed precision really did, read from the forward
+    (host-side metadata, no device sync)."""
+
+    def __init__(self, model):
+        layer = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+        self.dtype = None
+        self.handle = layer.register_forward_hook(self.record)
+
+    def record(self, module, args, output):
+        self.dtype = str(output.dtype).removeprefix("torch.")
+        self.handle.remove()

@@ -1,0 +1,436 @@
+"""The Dia fine-tune as a recipe: `setup()` builds the run from the config, `train()` runs the loop, `evaluate()` and
+`save_checkpoint()` serve it, `finish()` writes `final/` and the summary, `cleanup()` ends the trackers.
+
+    run = DiaFineTune(load_raw(config_file, overrides))
+    run.setup()
+    run.train()
+    summary = run.finish()
+    run.cleanup()
+"""
+
+import json
+import time
+from pathlib import Path
+
+import torch
+from accelerate.utils import DistributedType, set_seed
+from tqdm.auto import tqdm
+
+from tpu_demo.cli import PREFIX
+from tpu_demo.config.arguments import LORA_UNSHARDED
+from tpu_demo.data.codes import DiaCollator, enough_for_a_step, split
+from tpu_demo.data.training_set import training_data
+from tpu_demo.errors import FineTuneError
+from tpu_demo.evaluation.sample_health import data_seconds_per_char
+from tpu_demo.evaluation.samples import sample_writer
+from tpu_demo.model.dia import build_model, register_static_mask_attention
+from tpu_demo.model.lora import with_lora
+from tpu_demo.model.processor import save_processor
+from tpu_demo.runtime.accelerator import ComputeDtype, expose_xla_loader_dataset, forward_precision, make_accelerator
+from tpu_demo.runtime.compat import (
+    asks_activation_checkpointing,
+    enable_activation_checkpointing,
+    name_input_embeddings,
+)
+from tpu_demo.runtime.xla_counters import XlaCounters
+from tpu_demo.training.best_model import BestModel
+from tpu_demo.training.checkpoint import (
+    load_checkpoint,
+    load_model_weights,
+    resolve_resume,
+    rotate_checkpoints,
+    save_checkpoint,
+    save_final,
+)
+from tpu_demo.training.loss import CodebookLoss
+from tpu_demo.training.metrics import MetricsLog
+from tpu_demo.training.optimization import init_optimizer_state, make_optimizer, make_scheduler
+from tpu_demo.training.outputs import checkpoint_dir, step_dirs
+from tpu_demo.training.step_stats import StepStats
+from tpu_demo.training.summary import closing_lines, run_summary
+
+
+class Progress:
+    """Where training stands; saved and restored with the rest of the state by `save_state`/`load_state`.
+    `log_window`: the loop's sums since its last log, so a run resumed between two logs logs what it would have."""
+
+    def __init__(self, best):
+        self.step, self.epoch, self.batches_in_epoch, self.log_window = 0, 0, 0, None
+        self.best = best  # a BestModel
+
+    def state_dict(self):
+        return {
+            "step": self.step,
+            "epoch": self.epoch,
+            "batches_in_epoch": self.batches_in_epoch,
+            "log_window": self.log_window,
+            "best": self.best.state_dict(),
+        }
+
+    def load_state_dict(self, state):
+        self.step, self.epoch, self.batches_in_epoch = state["step"], state["epoch"], state["batches_in_epoch"]
+        self.log_window = state.get("log_window")  # absent from checkpoints of earlier versions
+        if state.get("best"):
+            self.best.load_state_dict(state["best"])
+
+
+def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, loss_fn):
+    """One micro-batch; accelerate decides when gradients sync and the optimizer really steps."""
+    with accelerator.accumulate(model), forward_precision(accelerator):
+        loss = loss_fn.batch_loss(model, batch)
+        accelerator.backward(loss)
+        grad_norm = None
+        if accelerator.sync_gradients:
+            grad_norm = accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+    return loss, grad_norm
+
+
+def refuse_an_earlier_run(output_dir: Path) -> None:
+    """A new run into the folder of an earlier one would mix their metrics and rotate away its own checkpoints."""
+    saved = any(any(step.iterdir()) for step in step_dirs(output_dir / "checkpoints"))  # empty: not a run's
+    earlier = ["checkpoints"] * saved + [name for name in ("metrics.jsonl", "final") if (output_dir / name).exists()]
+    if earlier:
+        raise FineTuneError(
+            f"output_dir {output_dir} holds an earlier run ({', '.join(earlier)}): continue it with "
+            "resume_from_checkpoint=latest, or give a new output_dir (cache_dir can share its encoded audio)"
+        )
+
+
+class DiaFineTune:
+    def __init__(self, raw: dict):
+        self.raw = raw  # the YAML's settings with the command line's overrides
+        self.history = []  # the losses logged, for the summary
+        self.saved_at = None  # the step last saved at: the same on every process, unlike a folder on a shared disk
+        self.interrupted = self.stopped_early = False
+
+    # setup: the order below is the order random numbers are drawn in; a resumed run depends on it
+
+    def setup(self) -> None:
+        self.accelerator, self.config = make_accelerator(self.raw)
+        args = self.config.training
+        set_seed(args.seed)
+        if self.config.data.eval_samples == 0 and args.eval_strategy != "no":
+            raise FineTuneError(f"eval_strategy: {args.eval_strategy.value} needs held-out samples (eval_samples: 0)")
+        self.progress = Progress(self._best_model())
+        self.transcriber = self._setup_transcriber()  # before the data: a wrong setting is told at once
+        self.output_dir = Path(args.output_dir)
+        if not args.resume_from_checkpoint:
+            refuse_an_earlier_run(self.output_dir)
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.on_xla = self.accelerator.distributed_type == DistributedType.XLA
+        self.sharded = self.accelerator.distributed_type == DistributedType.FSDP
+        if self.sharded and self.config.lora.lora_r:
+            raise FineTuneError(LORA_UNSHARDED)
+        self.metrics = MetricsLog(self.accelerator, self.output_dir)
+        self._setup_model()
+        self._setup_data()
+        self._setup_optimization()
+        self._prepare()
+        if args.resume_from_checkpoint:
+            self._resume(args.resume_from_checkpoint)
+
+    def _best_model(self) -> BestModel:
+        args, evaluation = self.config.training, self.config.evaluation
+        if evaluation.early_stopping_patience and args.eval_strategy == "no":
+            raise FineTuneError("early_stopping_patience: needs evaluations (eval_strategy: steps or epoch)")
+        if evaluation.early_stopping_threshold and not evaluation.early_stopping_patience:
+            raise FineTuneError("early_stopping_threshold: set, but early_stopping_patience is 0")
+        if "eval_asr_samples" in self.raw and not evaluation.eval_asr_model:
+            raise FineTuneError("eval_asr_samples: set, but there is no eval_asr_model to transcribe with")
+        metric = args.metric_for_best_model or ("loss" if evaluation.early_stopping_patience else None)
+        reported = ["eval_loss"] + (["eval_cer", "eval_wer"] if self.asr_on_held_out() else [])
+        greater = args.greater_is_better
+        if metric and metric.endswith(("cer", "wer")) and "greater_is_better" not in self.raw:
+            greater = False  # TrainingArguments takes every name not ending in "loss" for higher is better
+        patience, threshold = evaluation.early_stopping_patience, evaluation.early_stopping_threshold
+        return BestModel(metric, greater, patience, threshold, reported)
+
+    def _setup_transcriber(self):
+        name = self.config.evaluation.eval_asr_model
+        if not name:
+            return None
+        if not self.config.data.codec:
+            raise FineTuneError("eval_asr_model: needs `codec` (the DacModel that turns generated codes into audio)")
+        from tpu_demo.evaluation.intelligibility import Transcriber
+
+        return Transcriber(name)
+
+    def asr_on_held_out(self) -> bool:
+        evaluation = self.config.evaluation
+        return bool(evaluation.eval_asr_model and evaluation.eval_asr_samples and self.config.data.eval_samples)
+
+    def _setup_model(self) -> None:
+        config, accelerator = self.config, self.accelerator
+        attention = register_static_mask_attention() if self.on_xla else None
+        model = build_model(config.model, attn_implementation=attention)
+        if asks_activation_checkpointing(config.training):
+            enable_activation_checkpointing(model)
+        self.model = with_lora(accelerator, model, config.lora, config.model)
+
+    def _setup_data(self) -> None:
+        config, accelerator, args = self.config, self.accelerator, self.config.training
+        model_config = self.model.config
+        self.dataset = training_data(config.data, model_config, self.output_dir, args.seed, config.model.model)
+        channels = model_config.decoder_config.num_channels
+        self.loss_fn = CodebookLoss(channels, config.loss.codebook_weights, config.loss.loss_on_audio_tokens_only)
+        if config.data.codec:  # for samples, and for `tpu_demo.generate` on a checkpoint
+            if accelerator.is_main_process:
+                save_processor(config.data.codec, self.output_dir / "processor")
+            accelerator.wait_for_everyone()
+        self.samples = sample_writer(
+            accelerator, config.samples, config.data, model_config, self.output_dir, args.seed, self.transcriber,
+        )  # fmt: skip
+        if self.samples and (self.on_xla or (self.sharded and accelerator.is_main_process)):
+            # the host copy samples are generated from (under FSDP, by the main process only) has the trained model's
+            # structure; its random initialisation leaves the training's random stream where it was
+            with torch.random.fork_rng(devices=[]):
+                host_model = build_model(config.model)
+            self.samples.host_model = with_lora(accelerator, host_model, config.lora, config.model)
+        if self.samples and accelerator.is_main_process:
+            extractor = self.samples.processor.feature_extractor
+            frame_rate = extractor.sampling_rate / extractor.hop_length
+            self.samples.seconds_per_char = data_seconds_per_char(self.dataset, frame_rate)
+        held_out = [i for i, item in enumerate(self.dataset.items) if item.get("held_out")]
+        train_indices, eval_indices = split(len(self.dataset), config.data.eval_samples, args.seed, held_out)
+        processes = accelerator.num_processes
+        enough_for_a_step(len(self.dataset), len(train_indices), config.data.eval_samples, args, processes)
+        if accelerator.is_main_process:
+            (self.output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
+        train_set, eval_set = (torch.utils.data.Subset(self.dataset, ids) for ids in (train_indices, eval_indices))
+        # what evaluations speak with `eval_asr_model` (texts a training sample dropped are no test)
+        said = [self.dataset.items[i]["text"] for i in eval_indices if self.dataset.items[i]["text"].strip()]
+        self.eval_texts = said[: config.evaluation.eval_asr_samples]
+        shapes = (model_config.delay_pattern, config.data.max_text_tokens, config.data.max_audio_frames)
+        self.collator = DiaCollator(*shapes, text_dropout=config.data.text_dropout, seed=args.seed)
+        loading = {
+            "num_workers": args.dataloader_num_workers,
+            "pin_memory": args.dataloader_pin_memory and accelerator.device.type == "cuda",  # pinning serves CUDA only
+        }
+        self.train_loader = torch.utils.data.DataLoader(
+            train_set, batch_size=args.per_device_train_batch_size, shuffle=True, drop_last=True,
+            collate_fn=self.collator, **loading,
+        )  # fmt: skip
+        self.eval_loader = torch.utils.data.DataLoader(  # evaluation never drops the text
+            eval_set, batch_size=args.per_device_eval_batch_size, collate_fn=DiaCollator(*shapes, 0.0, seed=0),
+            **loading,
+        )  # fmt: skip
+
+    def _setup_optimization(self) -> None:
+        accelerator, args = self.accelerator, self.config.training
+        self.optimizer = make_optimizer(args, self.model, accelerator.distributed_type)
+        batches_per_step = accelerator.num_processes * args.gradient_accumulation_steps
+        steps_per_epoch = max(1, len(self.train_loader) // batches_per_step)
+        self.max_steps = args.max_steps if args.max_steps > 0 else int(args.num_train_epochs * steps_per_epoch)
+        self.scheduler = make_scheduler(args, self.optimizer, self.max_steps, accelerator.num_processes)
+        if args.torch_compile and not self.on_xla:
+            self.model = torch.compile(self.model)
+
+    def _prepare(self) -> None:
+        accelerator, args = self.accelerator, self.config.training
+        if self.sharded:
+            name_input_embeddings(self.model)
+        self.model, self.optimizer, self.train_loader, self.eval_loader, self.scheduler = accelerator.prepare(
+            self.model, self.optimizer, self.train_loader, self.eval_loader, self.scheduler
+        )
+        init_optimizer_state(self.optimizer.optimizer)
+        if self.on_xla:
+            expose_xla_loader_dataset()
+        accelerator.register_for_checkpointing(self.progress)
+        # The step's graph repeats with the logging period and runs one step late (at the next batch): two periods
+        # and one step compile every variant. summary.json counts compilations in them apart from the rest.
+        self.counters = XlaCounters(accelerator, warmup_steps=2 * args.logging_steps + 1)
+        self.compute_dtype = ComputeDtype(accelerator.unwrap_model(self.model))
+
+    def _resume(self, checkpoint) -> None:
+        accelerator, progress = self.accelerator, self.progress
+        stateful = accelerator.dataloader_config.use_stateful_dataloader
+        fresh_loader_state = self.train_loader.state_dict() if stateful else None
+        load_checkpoint(accelerator, resolve_resume(checkpoint, self.output_dir))
+        if accelerator.is_main_process:
+            self.history = self.metrics.forget_after(progress.step)
+        if progress.batches_in_epoch >= len(self.train_loader):  # stopped on an epoch's last batch: the next starts
+            progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
+            if fresh_loader_state is not None:  # the saved position, taken one batch ahead, would replay part of it
+                self.train_loader.load_state_dict(fresh_loader_state)
+        accelerator.print(f"resumed at step {progress.step} (epoch {progress.epoch})")
+
+    # the loop
+
+    def train(self) -> None:
+        accelerator, args, progress = self.accelerator, self.config.training, self.progress
+        accelerator.init_trackers(
+            "dia_finetune", config={"learning_rate": args.learning_rate, "max_steps": self.max_steps}
+        )
+        main = accelerator.is_local_main_process
+        bar = tqdm(total=self.max_steps, initial=progress.step, disable=not main, desc="train")
+        self.stats, self.seen = StepStats(accelerator), []
+        if progress.log_window:  # resumed between two logs
+            self.stats.load_state_dict(progress.log_window)
+        self.started, self.timed_from = time.perf_counter(), progress.step
+        self.stopped_early = progress.best.should_stop  # a resumed run that had stopped early stays stopped
+        self.model.train()
+        while progress.step < self.max_steps and not (self.interrupted or self.stopped_early):
+            self.collator.epoch = progress.epoch
+            self.train_loader.set_epoch(progress.epoch)
+            finished_epoch = self._train_epoch(bar)
+            if finished_epoch:
+                progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
+            # the last epoch ends with training, as the Trainer ends it; an early stop ends it at once
+            if finished_epoch or not (self.interrupted or self.stopped_early):
+                self._end_of_epoch()
+        bar.close()
+        self.elapsed = time.perf_counter() - self.started
+
+    def _train_epoch(self, bar) -> bool:
+        """The rest of the current epoch; False when the run ended (or stopped) in it."""
+        accelerator, args, progress, stats = self.accelerator, self.config.training, self.progress, self.stats
+        loader = self.train_loader
+        if progress.batches_in_epoch and not accelerator.dataloader_config.use_stateful_dataloader:
+            loader = accelerator.skip_first_batches(self.train_loader, progress.batches_in_epoch)
+        for batch in loader:
+            loss, grad_norm = train_step(
+                accelerator, self.model, batch, self.optimizer, self.scheduler, args.max_grad_norm, self.loss_fn
+            )
+            progress.batches_in_epoch += 1
+            stats.add_micro_batch(loss, batch["labels"])
+            self.seen.extend(batch["index"])
+            if not accelerator.sync_gradients:
+                continue
+            progress.step += 1
+            stats.add_step(grad_norm)
+            bar.update(1)
+            if progress.step % args.logging_steps == 0 or progress.step == self.max_steps:
+                bar.set_postfix(loss=f"{self._log_training():.3f}")
+            self.counters.mark("train")
+            self._after_step()
+            if progress.best.should_stop:
+                self.stopped_early = True
+                best = progress.best
+                accelerator.print(
+                    f"{PREFIX}: stopped early at step {progress.step}: {best.key} did not improve by more than "
+                    f"{best.threshold} in {best.patience} evaluations (best {best.best_metric:.4f} at step "
+                    f"{best.best_step})"
+                )
+                return False
+            if progress.step == self.config.data.stop_after_steps or progress.step >= self.max_steps:
+                self.interrupted = progress.step < self.max_steps
+                return False
+        return True
+
+    def _log_training(self) -> float:
+        logged = self.stats.read(self.scheduler.get_last_lr()[0])  # the only host read in the loop
+        self.history.append(logged["loss"])
+        if self.counters.enabled:
+            logged["compilations"] = self.counters.compilations()
+        self.metrics.log(logged, self.progress.step)
+        return logged["loss"]
+
+    def _after_step(self) -> None:
+        """What the strategies ask for at this step: evaluation, a checkpoint, samples."""
+        args, step, sample_every = self.config.training, self.progress.step, self.config.samples.sample_every
+        if args.eval_strategy == "steps" and args.eval_steps and step % int(args.eval_steps) == 0:
+            self._evaluate_and_log()
+        if args.save_strategy == "steps" and args.save_steps and step % int(args.save_steps) == 0:
+            self.save_checkpoint()
+        if self.samples and sample_every and step % sample_every == 0:
+            self._write_samples()
+
+    def _write_samples(self, step=None) -> None:
+        """The samples of the model as it is at `step` (default: now)."""
+        step = self.progress.step if step is None else step
+        health = self.samples.write(self.accelerator, self.model, step)
+        if health:  # the main process's
+            self.metrics.log(health, step)
+        self.counters.mark("samples")
+
+    def _end_of_epoch(self) -> None:
+        args = self.config.training
+        if args.eval_strategy == "epoch":
+            self._evaluate_and_log()
+        if args.save_strategy == "epoch" and self.saved_at != self.progress.step:
+            self.save_checkpoint()
+
+    # evaluation and saving
+
+    def evaluate(self) -> dict:
+        """The loss on the held-out samples, each counted once over all processes."""
+        accelerator, model, loader = self.accelerator, self.model, self.eval_loader
+        if len(loader.dataset) == 0:  # eval_samples: 0
+            return {"eval_loss": None, "eval_samples": 0, "eval_indices": []}
+        model.eval()
+        losses, indices = [], []
+        for batch in loader:
+            with torch.no_grad(), forward_precision(accelerator):
+                losses.append(accelerator.gather_for_metrics(self.loss_fn.sample_losses(model, batch)))
+            indices.append(accelerator.gather_for_metrics(torch.tensor(batch["index"], device=accelerator.device)))
+        model.train()
+        losses, indices = torch.cat(losses), torch.cat(indices)
+        metrics = {"eval_loss": losses.mean().item(), "eval_samples": losses.numel()}
+        if self.asr_on_held_out():
+            metrics |= self.samples.held_out_rates(accelerator, model, self.eval_texts)
+        return metrics | {"eval_indices": indices.tolist()}
+
+    def _evaluate_and_log(self) -> None:
+        metrics = self.evaluate()
+        self.metrics.log(metrics, self.progress.step)
+        self.progress.best.evaluated(metrics, self.progress.step)
+        self.counters.mark("eval")
+
+    def save_checkpoint(self) -> None:
+        args = self.config.training
+        self.saved_at = self.progress.step
+        self.progress.log_window = self.stats.state_dict()
+        self.progress.best.saved(self.progress.step)  # before saving: the checkpoint carries it
+        save_checkpoint(self.accelerator, self.model, checkpoint_dir(self.output_dir, self.progress.step))
+        if args.save_total_limit and self.accelerator.is_main_process:
+            keep = self.progress.best.best_checkpoint() if args.load_best_model_at_end else None
+            rotate_checkpoints(self.output_dir, args.save_total_limit, keep)
+        self.counters.mark("save")
+
+    def finish(self) -> dict:
+        """After the loop: a checkpoint if it stopped early, the last evaluation, samples and `final/` if it ended,
+        and the summary."""
+        accelerator, config, step = self.accelerator, self.config, self.progress.step
+        if self.interrupted and self.saved_at != step:
+            self.save_checkpoint()
+        self.final_step = step
+        if config.training.load_best_model_at_end and not self.interrupted:
+            self._load_best_model()
+        final_eval = self.evaluate()
+        self.counters.mark("eval")
+        accelerator.wait_for_everyone()  # every process reaches it; only the main process writes below
+        sample_every = config.samples.sample_every
+        if self.samples and not self.interrupted and not (sample_every and self.final_step % sample_every == 0):
+            self._write_samples(self.final_step)  # and at the end, of the model final/ holds
+        if not self.interrupted:
+            save_final(accelerator, self.model, self.output_dir / "final", merge_lora=config.lora.merge_lora)
+            if config.data.codec and accelerator.is_main_process:  # the processor that turns its codes into audio
+                save_processor(config.data.codec, self.output_dir / "final")
+            self.counters.mark("final_save")
+        (self.output_dir / f"seen_rank{accelerator.process_index}.json").write_text(json.dumps(self.seen))
+        summary = run_summary(self, final_eval, self.elapsed)
+        if accelerator.is_main_process:
+            (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+            accelerator.print(closing_lines(summary, self.max_steps, self.output_dir))
+        return summary
+
+    def _load_best_model(self) -> None:
+        """`load_best_model_at_end`: the best checkpoint's weights, for the last evaluation, samples and final/."""
+        best = self.progress.best.best_checkpoint()
+        if best is None or best == self.progress.step:
+            self.final_step = self.progress.step if best is None else best
+            return
+        load_model_weights(self.accelerator, self.model, checkpoint_dir(self.output_dir, best))
+        self.final_step = best
+        metric = f"{self.progress.best.key} {self.progress.best.checkpoints[best]:.4f}"
+        self.accelerator.print(f"loaded the best model: step {best} ({metric})")
+
+    def cleanup(self) -> None:
+        # The prepared model (a DDP reducer holds the process group) goes while the group is alive: freed after it, at
+        # garbage collection with the GIL held, gloo's threads waited for the GIL forever (torch 2.13, at exit)
+        self.model = self.optimizer = self.scheduler = self.train_loader = self.eval_loader = None
+        self.accelerator.free_memory()
+        self.accelerator.end_training()
