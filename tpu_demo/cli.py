@@ -23,3 +23,12 @@ def say(message: str, **print_kwargs) -> None:
 def fail(error) -> NoReturn:
     """Ends a command whose run failed: its reason in one line on stderr, exit code 1."""
     sys.exit(f"{PREFIX}: {error}")
+
+
+def refuse_unsupported_transformers() -> None:
+    """Every command's first step: a transformers the fine-tuner cannot run on ends it in one line, before the
+    command imports what that release lacks (Dia)."""
+    from tpu_demo.runtime.compat import unsupported_transformers
+
+    if reason := unsupported_transformers():
+        fail(reason)

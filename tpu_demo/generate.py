@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from tpu_demo.cli import fail, say
+from tpu_demo.cli import fail, refuse_unsupported_transformers, say
 from tpu_demo.config.arguments import check_sampling
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.samples import (
@@ -83,6 +83,7 @@ def positive(text: str) -> int:
 
 
 def main(argv=None) -> int:
+    refuse_unsupported_transformers()
     parser = argparse.ArgumentParser(prog="tpu_demo.generate", description=__doc__.splitlines()[0])
     parser.add_argument("model_dir", help="a run's final/, a checkpoint, or a LoRA adapter folder")
     parser.add_argument("texts", nargs="+", help="what to say, e.g. '[S1] Hello. [S2] Hi!'")

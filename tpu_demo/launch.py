@@ -8,8 +8,9 @@ import shlex
 import subprocess
 import sys
 
-from tpu_demo.cli import config_parser, fail
-from tpu_demo.config.arguments import LORA_UNSHARDED, load_raw, numbers_typed, parse_launch, refuse_unknown_keys
+from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers
+from tpu_demo.config.checks import check_config, refuse_launch_conflicts
+from tpu_demo.config.load import load_raw, parse_launch
 from tpu_demo.errors import FineTuneError
 
 # FSDP2: each encoder and decoder layer its own unit, gathered for its forward and backward only
@@ -72,25 +73,12 @@ def launch_arguments(distributed_type, launch=None):
 def accelerate_command(config, overrides=()):
     """The `accelerate launch` arguments for `config`, and the environment variables to set for it."""
     raw = load_raw(config, overrides)
-    refuse_unknown_keys(raw)  # here, not in every process after the launch
+    check_config(raw)  # here, not in every process after the launch
     launch = parse_launch(raw)
     distributed_type = launch.distributed_type
     if distributed_type == "auto":
         distributed_type = detect_distributed_type(launch)
-    if launch.num_machines > 1 and distributed_type not in ("MULTI_CPU", "MULTI_GPU"):
-        raise FineTuneError(
-            f"num_machines: {launch.num_machines} machines need distributed_type MULTI_GPU or MULTI_CPU (a TPU pod "
-            f"slice runs the same launch on every host with num_machines 1), not {distributed_type}"
-        )
-    if launch.sharding == "fsdp" and numbers_typed(raw).get("lora_r"):
-        raise FineTuneError(LORA_UNSHARDED)
-    if launch.sharding == "fsdp" and distributed_type != "MULTI_GPU":
-        found = " (what `auto` found here)" if launch.distributed_type == "auto" else ""
-        raise FineTuneError(
-            f"sharding: fsdp needs GPUs (distributed_type MULTI_GPU), not {distributed_type}{found}: accelerate "
-            f"{accelerate_version()} has no sharded path on CPU or XLA processes; without sharding, use lora_r or a "
-            "smaller model"
-        )
+    refuse_launch_conflicts(launch, distributed_type, accelerate_version())
     cmd, env = launch_arguments(distributed_type, launch)
     return [*cmd, "-m", "tpu_demo.train", str(config), *overrides], env
 
@@ -123,6 +111,7 @@ def run_accelerate_launch(cmd, env) -> int:
 
 
 def main(argv=None) -> int:
+    refuse_unsupported_transformers()
     parser = config_parser("tpu_demo.launch", __doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     args = parser.parse_args(argv)

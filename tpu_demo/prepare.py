@@ -11,14 +11,14 @@ import sys
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
-from tpu_demo.cli import say
-from tpu_demo.data.training_set import training_data
+from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
 from tpu_demo.errors import FineTuneError
 
 
 def main(argv=None) -> int:
-    from tpu_demo.cli import config_parser, fail
-    from tpu_demo.config.arguments import load_raw, parse_all
+    refuse_unsupported_transformers()
+    from tpu_demo.config.load import load_raw, parse_all
+    from tpu_demo.data.training_set import training_data
     from tpu_demo.model.dia import model_config
 
     args = config_parser("tpu_demo.prepare", "Encode a config's recordings into the codes cache.").parse_args(argv)

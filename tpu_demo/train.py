@@ -6,14 +6,15 @@ accelerate launch -m tpu_demo.train tpu_demo/configs/tiny.yaml [key=value ...]
 import os
 import sys
 
-from tpu_demo.cli import config_parser, fail, say
-from tpu_demo.config.arguments import load_raw
+from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
+from tpu_demo.config.load import load_raw
 from tpu_demo.errors import FineTuneError
-from tpu_demo.training.recipe import DiaFineTune
 
 
 def train(config, overrides=()) -> dict:
     """Runs the fine-tune `config` (a YAML file) describes, with `key=value` overrides; returns its summary."""
+    from tpu_demo.training.recipe import DiaFineTune
+
     run = DiaFineTune(load_raw(config, overrides))
     run.setup()
     run.train()
@@ -23,6 +24,7 @@ def train(config, overrides=()) -> dict:
 
 
 def main(argv=None) -> None:
+    refuse_unsupported_transformers()
     args = config_parser("tpu_demo.train", "Fine-tune Dia with Accelerate.").parse_args(argv)
     try:
         train(args.config, args.overrides)

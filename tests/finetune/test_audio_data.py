@@ -271,7 +271,7 @@ def test_precomputed_codes_that_the_model_cannot_read_name_the_file(tmp_path, co
 
 def test_relative_output_and_cache_folders(tmp_path, monkeypatch):
     # the shipped configs name `output_dir: outputs/...`: a relative cache must not be joined to itself
-    from tpu_demo.config.arguments import parse_all
+    from tpu_demo.config.load import parse_all
     from tpu_demo.data.training_set import training_data
     from tpu_demo.model.dia import tiny_config
 

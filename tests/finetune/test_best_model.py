@@ -73,7 +73,6 @@ def test_early_stopping_continues_exactly_after_a_resume(tmp_path):
         (["load_best_model_at_end=true", "metric_for_best_model=accuracy"], "metric_for_best_model: 'accuracy' is"),
     ],
 )
-@bug_on_unpatched
 def test_settings_that_cannot_work_are_refused_by_name(tmp_path, settings, message):
     result = run_demo(tmp_path / "run", "max_steps=2", *settings, launcher=False)
     assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr

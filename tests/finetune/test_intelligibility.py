@@ -77,7 +77,6 @@ def test_samples_and_held_out_texts_are_transcribed_and_scored(tmp_path):
         (["metric_for_best_model=wer", "load_best_model_at_end=true"], "metric_for_best_model: 'wer' is not a metric"),
     ],
 )
-@bug_on_unpatched
 def test_asr_settings_that_cannot_work_are_refused(tmp_path, settings, message):
     result = run_demo(tmp_path / "run", "max_steps=2", *settings, launcher=False)
     assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr

@@ -88,7 +88,6 @@ def test_an_adapter_without_its_base(base, tmp_path):
     assert result.returncode == 1 and "pass --base_model" in result.stderr and "Traceback" not in result.stderr
 
 
-@bug_on_unpatched
 @pytest.mark.parametrize(
     "settings, message",
     [
@@ -156,12 +155,11 @@ def test_is_lora_tells_a_peft_model_from_a_plain_one(base):
     ids=["alpha", "dropout_and_merge", "target_modules"],
 )
 def test_lora_settings_while_lora_r_is_0_are_refused_by_name(settings, named):
-    from tpu_demo.config.arguments import LoraArguments, ModelArguments
+    from tpu_demo.config.checks import check_config
     from tpu_demo.errors import FineTuneError
-    from tpu_demo.model.lora import with_lora
 
     with pytest.raises(FineTuneError, match=f"^{named}: set, but lora_r is 0"):
-        with_lora(None, object(), LoraArguments(**settings), ModelArguments(model="base/dia"))
+        check_config({"model": "base/dia", **settings})
 
 
 def test_without_lora_r_the_model_is_returned_as_it_is():
@@ -175,12 +173,11 @@ def test_without_lora_r_the_model_is_returned_as_it_is():
 
 def test_lora_r_without_a_base_model_is_refused():
     # adapters over the tiny random Dia could never be loaded again: its weights are not saved anywhere
-    from tpu_demo.config.arguments import LoraArguments, ModelArguments
+    from tpu_demo.config.checks import check_config
     from tpu_demo.errors import FineTuneError
-    from tpu_demo.model.lora import with_lora
 
     with pytest.raises(FineTuneError, match="lora_r: LoRA trains adapters over a base model: set `model`"):
-        with_lora(SimpleNamespace(), tiny_dia(), LoraArguments(lora_r=4), ModelArguments())
+        check_config({"lora_r": 4})
 
 
 @pytest.mark.parametrize(

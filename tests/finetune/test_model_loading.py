@@ -43,7 +43,7 @@ def test_a_dtype_that_is_not_offered_is_refused():
 
 def test_the_real_run_config_parses():
     from tests.testing_utils import ROOT
-    from tpu_demo.config.arguments import load_raw, parse_all
+    from tpu_demo.config.load import load_raw, parse_all
 
     config = parse_all(load_raw(ROOT / "tpu_demo/configs/dia-1.6b.yaml"))
     launch, model, data, loss, training = config.launch, config.model, config.data, config.loss, config.training

@@ -107,12 +107,11 @@ def test_prompt_longer_than_the_text_length_is_named():
     ],
 )
 def test_sampling_settings_are_not_accepted_and_ignored(settings, message):
-    from tpu_demo.config.arguments import DataArguments, SampleArguments
+    from tpu_demo.config.checks import check_config
     from tpu_demo.errors import FineTuneError
-    from tpu_demo.evaluation.samples import sample_writer
 
     with pytest.raises(FineTuneError, match=message):  # when the config is read, before the model loads
-        sample_writer(None, SampleArguments(**settings), DataArguments(), None, "unused", 0)
+        check_config(settings)
 
 
 def test_a_written_wav_is_readable_as_any_new_file(tmp_path):

@@ -106,7 +106,6 @@ def test_best_model_is_loaded_from_a_sharded_checkpoint(two_process_run, tmp_pat
         torch.testing.assert_close(final[name], tensor, rtol=0, atol=1e-4, msg=name)
 
 
-@bug_on_unpatched
 def test_lora_with_sharding_is_refused(tmp_path):
     pytest.importorskip("peft")
     from transformers import DiaForConditionalGeneration

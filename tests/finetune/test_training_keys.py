@@ -10,7 +10,7 @@ pytestmark = require_dia
 
 
 def parse(**raw):
-    from tpu_demo.config.arguments import parse_all
+    from tpu_demo.config.load import parse_all
 
     return parse_all({"output_dir": "unused", "report_to": "none", **raw})
 
@@ -50,6 +50,7 @@ def test_every_honoured_key_is_read_by_the_program():
         "warmup_steps": "args.get_warmup_steps",
         "warmup_ratio": "args.get_warmup_steps",
         "report_to": "trackers(training.report_to)",
+        "metric_for_best_model": "config.training.metric_for_best_model",
         "output_dir": "args.output_dir",
         "gradient_checkpointing": 'getattr(args, "gradient_checkpointing"',
         "activation_checkpointing": 'getattr(args, "activation_checkpointing"',
@@ -86,22 +87,18 @@ def test_fused_adamw_runs_unfused_on_xla():
 
 
 def test_an_optimizer_the_loop_does_not_build_is_refused():
-    from accelerate.utils import DistributedType
-
     from tpu_demo.errors import FineTuneError
-    from tpu_demo.training.optimization import make_optimizer
 
-    args = parse(optim="adamw_bnb_8bit").training
     with pytest.raises(FineTuneError, match="optim: 'adamw_bnb_8bit' is not supported"):
-        make_optimizer(args, torch.nn.Linear(2, 2), DistributedType.NO)
+        parse(optim="adamw_bnb_8bit")
 
 
 @pytest.mark.parametrize("report_to", ["wandb", ["tensorboard", "comet_ml"]])
 def test_a_tracker_that_is_not_installed_is_named(report_to, monkeypatch):
     import accelerate.tracking
 
+    from tpu_demo.config.checks import trackers
     from tpu_demo.errors import FineTuneError
-    from tpu_demo.runtime.accelerator import trackers
 
     monkeypatch.setattr(accelerate.tracking, "_available_trackers", ["tensorboard"])
     with pytest.raises(FineTuneError, match="not installed here"):

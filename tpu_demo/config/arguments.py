@@ -1,12 +1,10 @@
 """One YAML file for everything: the program's own settings, accelerate's, and `TrainingArguments`."""
 
 import dataclasses
-import os
 import typing
 from dataclasses import dataclass, field
 
-import yaml
-from transformers import HfArgumentParser, TrainingArguments
+from transformers import TrainingArguments
 
 from tpu_demo.errors import FineTuneError
 
@@ -261,79 +259,6 @@ MOVED_TRAINING_ARGUMENTS = {
 STRATEGIES = ("no", "steps", "epoch")
 
 
-def parse_overrides(overrides) -> dict:
-    """`key=value` pairs from the command line, values typed as YAML."""
-    parsed = {}
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise FineTuneError(f"override {item!r} is not key=value")
-        parsed[key.strip()] = yaml.safe_load(value)
-    return parsed
-
-
-def load_raw(path, overrides=()) -> dict:
-    if not os.path.isfile(path):
-        raise FineTuneError(f"config file {path} does not exist")
-    with open(path) as f:
-        raw = yaml.safe_load(f) or {}
-    if not isinstance(raw, dict):
-        raise FineTuneError(f"{path} must hold a mapping of settings")
-    raw = raw | parse_overrides(overrides)
-    # YAML 1.1 reads a bare `no` (and `NO`) as false
-    for key, spelling in (("mixed_precision", "no"), ("eval_strategy", "no"), ("save_strategy", "no"),
-                          ("sharding", "no"), ("distributed_type", "NO")):  # fmt: skip
-        if raw.get(key) is False:
-            raw[key] = spelling
-    return raw
-
-
-def parse_launch(raw: dict) -> LaunchArguments:
-    (launch,) = HfArgumentParser(LaunchArguments).parse_dict(numbers_typed(raw), allow_extra_keys=True)
-    return launch
-
-
-def parse_data(raw: dict) -> DataArguments:
-    """The data settings alone, for what must be decided before `TrainingArguments` are (the Accelerator's loaders)."""
-    (data,) = HfArgumentParser(DataArguments).parse_dict(numbers_typed(raw), allow_extra_keys=True)
-    return data
-
-
-LORA_UNSHARDED = (
-    "lora_r: LoRA is not sharded by this fine-tuner; LoRA of the 1.6B model on bf16 weights fits one 24 GB GPU "
-    "(batch 2 x 20 s, docs/MEMORY_1_6B.md): set sharding: no"
-)
-
-
-def parse_all(raw: dict) -> FineTuneConfig:
-    """Every dataclass, refusing keys that none of them has."""
-    refuse_unknown_keys(raw)
-    refuse_unused_training_arguments(raw)
-    try:
-        return FineTuneConfig(*HfArgumentParser(ARGUMENT_CLASSES).parse_dict(numbers_typed(raw)))
-    except ValueError as error:  # TrainingArguments' own checks, e.g. load_best_model_at_end's strategies
-        raise FineTuneError(" ".join(str(error).replace("--", "").split())) from None
-
-
-def refuse_unknown_keys(raw: dict) -> None:
-    """Keys none of the dataclasses has, named (the launcher checks them too, before any process starts)."""
-    known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(raw) - known)
-    if "model_dir" in unknown:
-        raise FineTuneError(
-            "model_dir: now `model` (a local folder of Dia weights in transformers format, or a hub id)"
-        )
-    if "data_dir" in unknown:
-        raise FineTuneError("data_dir: now `dataset` (a manifest of recordings, a folder of codes, or synthetic)")
-    if "accelerator_state_policy" in unknown:
-        raise FineTuneError(
-            "accelerator_state_policy: this transformers has no such setting; it comes with the fix for "
-            "huggingface/transformers#40376 (install the patched transformers: `tox -e demo`)"
-        )
-    if unknown:
-        raise FineTuneError(f"unknown config keys: {', '.join(unknown)}")
-
-
 def numbers_typed(raw: dict) -> dict:
     """Numbers written as YAML 1.1 reads them as text (`1e-4`, a string there) become numbers; a value that is none
     is refused by its key before anything long starts (the dataclasses do not convert, the loop would fail later)."""
@@ -362,28 +287,3 @@ def numbers_typed(raw: dict) -> dict:
 def is_default(field_, value) -> bool:
     default = field_.default_factory() if field_.default_factory is not dataclasses.MISSING else field_.default
     return value == default or value == getattr(default, "value", default)
-
-
-def refuse_settings_while_off(arguments, switch: str, why_off: str) -> None:
-    """Refuses the fields of `arguments` other than `switch` set to something else than their default: settings that
-    would be ignored while `switch` is off (`why_off` says how it is off)."""
-    given = [
-        f.name
-        for f in dataclasses.fields(arguments)
-        if f.name != switch and not is_default(f, getattr(arguments, f.name))
-    ]
-    if given:
-        raise FineTuneError(f"{', '.join(given)}: set, but {why_off}")
-
-
-def refuse_unused_training_arguments(raw: dict) -> None:
-    fields = TrainingArguments.__dataclass_fields__
-    for key, value in raw.items():
-        if key not in fields or key in HONOURED_TRAINING_ARGUMENTS or is_default(fields[key], value):
-            continue
-        if key in MOVED_TRAINING_ARGUMENTS:
-            raise FineTuneError(f"{key}: not read by this fine-tuner; use {MOVED_TRAINING_ARGUMENTS[key]}")
-        raise FineTuneError(f"{key}: a TrainingArguments setting this fine-tuner does not apply; remove it")
-    for key in ("eval_strategy", "save_strategy"):
-        if str(raw.get(key, "no")) not in STRATEGIES:
-            raise FineTuneError(f"{key}: {raw[key]!r} is not one of {', '.join(STRATEGIES)}")

@@ -4,7 +4,6 @@ accelerate's save/load hooks), `merge_lora` exports merged weights, and `generat
 import json
 from pathlib import Path
 
-from tpu_demo.config.arguments import refuse_settings_while_off
 from tpu_demo.errors import LOAD_ERRORS, FineTuneError
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -91,15 +90,9 @@ def load_adapter(adapter_dir: Path, base_model: str | None):
 
 
 def with_lora(accelerator, model, lora_args, model_args):
-    """The model with LoRA adapters when `lora_r` is set; LoRA settings without `lora_r` are refused."""
+    """The model with LoRA adapters when `lora_r` is set (over `model_args.model`: `check_config` requires one)."""
     if not lora_args.lora_r:
-        refuse_settings_while_off(lora_args, "lora_r", "lora_r is 0 (full fine-tuning)")
         return model
-    if not model_args.model:
-        raise FineTuneError(
-            "lora_r: LoRA trains adapters over a base model: set `model` (adapters over the tiny random Dia could "
-            "never be loaded again)"
-        )
     if not getattr(accelerator, "_adapter_hook", None):
         accelerator._adapter_hook = accelerator.register_save_state_pre_hook(adapter_saving_hook(accelerator))
     return wrap(model, lora_args, model_args.model)

@@ -16,7 +16,8 @@ from accelerate import Accelerator
 from accelerate.tracking import filter_trackers
 from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_xla_available, parse_flag_from_env
 
-from tpu_demo.config.arguments import parse_all, parse_data, parse_launch
+from tpu_demo.config.checks import trackers
+from tpu_demo.config.load import parse_all, parse_data, parse_launch
 from tpu_demo.errors import FineTuneError
 
 
@@ -72,26 +73,6 @@ def refuse_unsharded(accelerator, sharding: str = "no") -> None:
                 f"{accelerator.distributed_type.value}: the model would train unsharded (accelerate "
                 f"{accelerate.__version__} shards on GPUs only)"
             )
-
-
-def trackers(report_to) -> list[str]:
-    """`report_to` as accelerate trackers: `none`, `all` (every installed one), or names, each of which must be
-    installed (accelerate would drop a missing one with a log line only)."""
-    from accelerate.tracking import _available_trackers
-
-    available = [str(getattr(t, "value", t)) for t in _available_trackers]
-    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
-    if names in ([], ["none"]):
-        return []
-    if names == ["all"]:
-        return available
-    missing = [name for name in names if name not in available]
-    if missing:
-        raise FineTuneError(
-            f"report_to: {', '.join(missing)} not installed here (pip install {' '.join(missing)}); "
-            f"installed trackers: {', '.join(available) or 'none'}"
-        )
-    return names
 
 
 def expose_xla_loader_dataset() -> None:

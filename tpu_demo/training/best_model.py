@@ -2,20 +2,11 @@
 and loaded at the end with `load_best_model_at_end`; `early_stopping_patience` evaluations without an improvement
 (larger than `early_stopping_threshold`) end training, as the Trainer's `EarlyStoppingCallback` does."""
 
-from tpu_demo.errors import FineTuneError
-
 
 class BestModel:
-    def __init__(
-        self, metric: str | None, greater_is_better: bool | None, patience=0, threshold=0.0, reported=("eval_loss",)
-    ):
-        """`reported`: the metrics the evaluation reports (eval_cer and eval_wer too with `eval_asr_model`)."""
+    def __init__(self, metric: str | None, greater_is_better: bool | None, patience=0, threshold=0.0):
+        """`metric`: one the evaluation reports (`check_config` refused any other)."""
         self.key = None if metric is None else metric if metric.startswith("eval_") else f"eval_{metric}"
-        if self.key is not None and self.key not in reported:
-            raise FineTuneError(
-                f"metric_for_best_model: {metric!r} is not a metric the evaluation reports "
-                f"({', '.join(name.removeprefix('eval_') for name in reported)})"
-            )
         self.greater_is_better = bool(greater_is_better)
         self.patience, self.threshold = patience, threshold
         self.best_metric, self.best_step, self.waited, self.last = None, None, 0, None

@@ -4,9 +4,7 @@ import torch
 from accelerate.utils import DistributedType
 from transformers import get_scheduler
 
-from tpu_demo.errors import FineTuneError
-
-OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adafactor", "sgd")
+from tpu_demo.config.checks import OPTIMIZERS
 
 
 def parameter_groups(model, weight_decay: float):
@@ -31,7 +29,7 @@ def make_optimizer(args, model, distributed_type):
         return Adafactor(groups, lr=args.learning_rate, scale_parameter=False, relative_step=False)
     if optim == "sgd":
         return torch.optim.SGD(groups, lr=args.learning_rate)
-    raise FineTuneError(f"optim: {optim!r} is not supported by this fine-tuner; use one of {', '.join(OPTIMIZERS)}")
+    raise ValueError(f"optim {optim!r}: check_config admits only {OPTIMIZERS}")
 
 
 def init_optimizer_state(optimizer) -> None:

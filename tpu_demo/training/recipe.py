@@ -17,7 +17,7 @@ from accelerate.utils import DistributedType, set_seed
 from tqdm.auto import tqdm
 
 from tpu_demo.cli import PREFIX
-from tpu_demo.config.arguments import LORA_UNSHARDED
+from tpu_demo.config.checks import asr_on_held_out, best_model_metric
 from tpu_demo.data.codes import DiaCollator, enough_for_a_step, split
 from tpu_demo.data.training_set import training_data
 from tpu_demo.errors import FineTuneError
@@ -112,8 +112,6 @@ class DiaFineTune:
         self.accelerator, self.config = make_accelerator(self.raw)
         args = self.config.training
         set_seed(args.seed)
-        if self.config.data.eval_samples == 0 and args.eval_strategy != "no":
-            raise FineTuneError(f"eval_strategy: {args.eval_strategy.value} needs held-out samples (eval_samples: 0)")
         self.progress = Progress(self._best_model())
         self.transcriber = self._setup_transcriber()  # before the data: a wrong setting is told at once
         self.output_dir = Path(args.output_dir)
@@ -122,8 +120,6 @@ class DiaFineTune:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.on_xla = self.accelerator.distributed_type == DistributedType.XLA
         self.sharded = self.accelerator.distributed_type == DistributedType.FSDP
-        if self.sharded and self.config.lora.lora_r:
-            raise FineTuneError(LORA_UNSHARDED)
         self.metrics = MetricsLog(self.accelerator, self.output_dir)
         self._setup_model()
         self._setup_data()
@@ -134,33 +130,20 @@ class DiaFineTune:
 
     def _best_model(self) -> BestModel:
         args, evaluation = self.config.training, self.config.evaluation
-        if evaluation.early_stopping_patience and args.eval_strategy == "no":
-            raise FineTuneError("early_stopping_patience: needs evaluations (eval_strategy: steps or epoch)")
-        if evaluation.early_stopping_threshold and not evaluation.early_stopping_patience:
-            raise FineTuneError("early_stopping_threshold: set, but early_stopping_patience is 0")
-        if "eval_asr_samples" in self.raw and not evaluation.eval_asr_model:
-            raise FineTuneError("eval_asr_samples: set, but there is no eval_asr_model to transcribe with")
-        metric = args.metric_for_best_model or ("loss" if evaluation.early_stopping_patience else None)
-        reported = ["eval_loss"] + (["eval_cer", "eval_wer"] if self.asr_on_held_out() else [])
+        metric = best_model_metric(self.config)
         greater = args.greater_is_better
         if metric and metric.endswith(("cer", "wer")) and "greater_is_better" not in self.raw:
             greater = False  # TrainingArguments takes every name not ending in "loss" for higher is better
         patience, threshold = evaluation.early_stopping_patience, evaluation.early_stopping_threshold
-        return BestModel(metric, greater, patience, threshold, reported)
+        return BestModel(metric, greater, patience, threshold)
 
     def _setup_transcriber(self):
         name = self.config.evaluation.eval_asr_model
         if not name:
             return None
-        if not self.config.data.codec:
-            raise FineTuneError("eval_asr_model: needs `codec` (the DacModel that turns generated codes into audio)")
         from tpu_demo.evaluation.intelligibility import Transcriber
 
         return Transcriber(name)
-
-    def asr_on_held_out(self) -> bool:
-        evaluation = self.config.evaluation
-        return bool(evaluation.eval_asr_model and evaluation.eval_asr_samples and self.config.data.eval_samples)
 
     def _setup_model(self) -> None:
         config, accelerator = self.config, self.accelerator
@@ -369,7 +352,7 @@ class DiaFineTune:
         model.train()
         losses, indices = torch.cat(losses), torch.cat(indices)
         metrics = {"eval_loss": losses.mean().item(), "eval_samples": losses.numel()}
-        if self.asr_on_held_out():
+        if asr_on_held_out(self.config):
             metrics |= self.samples.held_out_rates(accelerator, model, self.eval_texts)
         return metrics | {"eval_indices": indices.tolist()}
 

@@ -1,0 +1,58 @@
+"""Every refusal of a setting is made by `check_config`, before any process starts: the launcher names it without
+launching, and checking sets up no device (the launcher must leave the accelerator to its processes)."""
+
+import re
+
+import pytest
+
+from tests.testing_utils import ROOT, accelerate_environment_cleared, require_dia
+
+pytestmark = require_dia
+
+CONFLICTS = [
+    (["eval_samples=0", "eval_strategy=steps"], "eval_strategy: steps needs held-out samples (eval_samples: 0)"),
+    (["early_stopping_threshold=0.1"], "early_stopping_threshold: set, but early_stopping_patience is 0"),
+    (["early_stopping_patience=2", "eval_strategy=no"], "early_stopping_patience: needs evaluations"),
+    (["metric_for_best_model=accuracy"], "metric_for_best_model: 'accuracy' is not a metric the evaluation reports"),
+    (["metric_for_best_model=cer"], "metric_for_best_model: 'cer' is not a metric the evaluation reports (loss)"),
+    (["eval_asr_samples=2"], "eval_asr_samples: set, but there is no eval_asr_model"),
+    (["eval_asr_model=/nowhere/asr"], "eval_asr_model: needs `codec`"),
+    (["sample_every=5"], "sample_every: set, but there are no sample_prompts"),
+    (["sample_prompts=[hi]"], "sample_prompts: needs `codec`"),
+    (["lora_alpha=4"], "lora_alpha: set, but lora_r is 0"),
+    (["lora_r=4"], "lora_r: LoRA trains adapters over a base model: set `model`"),
+    (["lora_r=4", "model=base/dia", "sharding=fsdp"], "lora_r: LoRA is not sharded by this fine-tuner"),
+    (["optim=adamw_bnb_8bit"], "optim: 'adamw_bnb_8bit' is not supported by this fine-tuner"),
+    (["report_to=[comet_ml]"], "report_to: comet_ml not installed here"),
+    (["fp16=true"], "fp16: not read by this fine-tuner; use mixed_precision: fp16"),
+    (["unknown_key=1"], "unknown config keys: unknown_key"),
+]
+
+
+@pytest.mark.parametrize("settings, message", CONFLICTS, ids=[message.split(":")[0] for _, message in CONFLICTS])
+def test_the_launcher_refuses_before_any_process_starts(settings, message):
+    from tpu_demo.errors import FineTuneError
+    from tpu_demo.launch import accelerate_command
+
+    with pytest.raises(FineTuneError, match=f"^{re.escape(message)}"):
+        accelerate_command(str(ROOT / "tpu_demo/configs/tiny.yaml"), settings)
+
+
+def test_checking_a_config_sets_up_no_device():
+    from accelerate.state import PartialState
+
+    from tpu_demo.config.checks import check_config
+    from tpu_demo.config.load import load_raw
+
+    with accelerate_environment_cleared():
+        PartialState._reset_state()
+        check_config(load_raw(ROOT / "tpu_demo/configs/tiny.yaml", ["load_best_model_at_end=true"]))
+        assert PartialState._shared_state == {}
+
+
+def test_the_shipped_configs_pass():
+    from tpu_demo.config.checks import check_config
+    from tpu_demo.config.load import load_raw
+
+    for config in sorted((ROOT / "tpu_demo/configs").glob("*.yaml")):
+        check_config(load_raw(config))

@@ -1,0 +1,198 @@
+"""Every refusal of a setting against another setting, the launch, or what is installed, in one place. The launcher
+runs `check_config` before any process starts, and every process again before it builds `TrainingArguments`; the
+recipe then reads a valid config. What depends on a file's contents (a model folder, a recording) is refused where
+the file is read."""
+
+import dataclasses
+import importlib.util
+from types import SimpleNamespace
+
+from accelerate.utils import parse_flag_from_env
+from transformers import TrainingArguments
+
+from tpu_demo.config.arguments import (
+    ARGUMENT_CLASSES,
+    HONOURED_TRAINING_ARGUMENTS,
+    MOVED_TRAINING_ARGUMENTS,
+    STRATEGIES,
+    FineTuneConfig,
+    is_default,
+    numbers_typed,
+)
+from tpu_demo.errors import FineTuneError
+
+OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adafactor", "sgd")
+LORA_UNSHARDED = (
+    "lora_r: LoRA is not sharded by this fine-tuner (docs/MEMORY_1_6B.md: where LoRA fits unsharded): set sharding: no"
+)
+
+
+def settings(raw: dict) -> FineTuneConfig:
+    """The config as `parse_all` gives it, except `training`: `TrainingArguments`' field defaults with the config's
+    values, not a `TrainingArguments` (building one sets up a device, which the launcher must leave to its
+    processes)."""
+    from transformers import HfArgumentParser
+
+    typed = numbers_typed(raw)
+    parts = HfArgumentParser(ARGUMENT_CLASSES[:-1]).parse_dict(typed, allow_extra_keys=True)
+    defaults = {
+        f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        for f in dataclasses.fields(TrainingArguments)
+    }
+    values = {key: str(getattr(value, "value", value)) if key.endswith("strategy") else value
+              for key, value in (defaults | typed).items() if key in defaults}  # fmt: skip
+    return FineTuneConfig(*parts, SimpleNamespace(**values))
+
+
+def check_config(raw: dict) -> None:
+    """Names the first key no dataclass has, the first setting that contradicts another, or that needs what is not
+    installed."""
+    refuse_unknown_keys(raw)
+    refuse_unused_training_arguments(raw)
+    config = settings(raw)
+    data, evaluation, samples, lora = config.data, config.evaluation, config.samples, config.lora
+    args = config.training
+    if data.eval_samples == 0 and args.eval_strategy != "no":
+        raise FineTuneError(f"eval_strategy: {args.eval_strategy} needs held-out samples (eval_samples: 0)")
+    if evaluation.early_stopping_patience and args.eval_strategy == "no":
+        raise FineTuneError("early_stopping_patience: needs evaluations (eval_strategy: steps or epoch)")
+    if evaluation.early_stopping_threshold and not evaluation.early_stopping_patience:
+        raise FineTuneError("early_stopping_threshold: set, but early_stopping_patience is 0")
+    if "eval_asr_samples" in raw and not evaluation.eval_asr_model:
+        raise FineTuneError("eval_asr_samples: set, but there is no eval_asr_model to transcribe with")
+    if evaluation.eval_asr_model and not data.codec:
+        raise FineTuneError("eval_asr_model: needs `codec` (the DacModel that turns generated codes into audio)")
+    metric, reported = best_model_metric(config), reported_metrics(config)
+    if metric and (metric if metric.startswith("eval_") else f"eval_{metric}") not in reported:
+        names = ", ".join(name.removeprefix("eval_") for name in reported)
+        raise FineTuneError(f"metric_for_best_model: {metric!r} is not a metric the evaluation reports ({names})")
+    refuse_sample_conflicts(samples, data)
+    refuse_lora_conflicts(lora, config)
+    optim = str(getattr(args.optim, "value", args.optim))
+    if optim not in OPTIMIZERS:
+        supported = ", ".join(OPTIMIZERS)
+        raise FineTuneError(f"optim: {optim!r} is not supported by this fine-tuner; use one of {supported}")
+    trackers(args.report_to)
+
+
+def refuse_sample_conflicts(samples, data) -> None:
+    if not samples.sample_prompts:
+        refuse_settings_while_off(samples, "sample_prompts", "there are no sample_prompts to generate")
+        return
+    if not data.codec:
+        raise FineTuneError("sample_prompts: needs `codec` (the DacModel that turns generated codes into audio)")
+    from transformers import DiaTokenizer  # Dia's byte tokenizer: no file to read
+
+    from tpu_demo.evaluation.samples import check_prompts
+
+    check_prompts(samples.sample_prompts, DiaTokenizer(), data.max_text_tokens)
+
+
+def refuse_lora_conflicts(lora, config: FineTuneConfig) -> None:
+    if not lora.lora_r:
+        refuse_settings_while_off(lora, "lora_r", "lora_r is 0 (full fine-tuning)")
+        return
+    if config.launch.sharding == "fsdp" or parse_flag_from_env("ACCELERATE_USE_FSDP"):
+        raise FineTuneError(LORA_UNSHARDED)
+    if not config.model.model:
+        raise FineTuneError(
+            "lora_r: LoRA trains adapters over a base model: set `model` (adapters over the tiny random Dia could "
+            "never be loaded again)"
+        )
+    if importlib.util.find_spec("peft") is None:
+        raise FineTuneError("lora_r: LoRA needs PEFT (pip install peft)")
+
+
+def refuse_launch_conflicts(launch, distributed_type: str, accelerate_version: str) -> None:
+    """The launch plan against the machine: `distributed_type` is the config's, or what `auto` found here."""
+    if launch.num_machines > 1 and distributed_type not in ("MULTI_CPU", "MULTI_GPU"):
+        raise FineTuneError(
+            f"num_machines: {launch.num_machines} machines need distributed_type MULTI_GPU or MULTI_CPU (a TPU pod "
+            f"slice runs the same launch on every host with num_machines 1), not {distributed_type}"
+        )
+    if launch.sharding == "fsdp" and distributed_type != "MULTI_GPU":
+        found = " (what `auto` found here)" if launch.distributed_type == "auto" else ""
+        raise FineTuneError(
+            f"sharding: fsdp needs GPUs (distributed_type MULTI_GPU), not {distributed_type}{found}: accelerate "
+            f"{accelerate_version} has no sharded path on CPU or XLA processes; without sharding, use lora_r or a "
+            "smaller model"
+        )
+
+
+def refuse_unknown_keys(raw: dict) -> None:
+    """Keys none of the dataclasses has, named."""
+    known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(raw) - known)
+    if "model_dir" in unknown:
+        raise FineTuneError(
+            "model_dir: now `model` (a local folder of Dia weights in transformers format, or a hub id)"
+        )
+    if "data_dir" in unknown:
+        raise FineTuneError("data_dir: now `dataset` (a manifest of recordings, a folder of codes, or synthetic)")
+    if "accelerator_state_policy" in unknown:
+        raise FineTuneError(
+            "accelerator_state_policy: this transformers has no such setting; it comes with the fix for "
+            "huggingface/transformers#40376 (install the patched transformers: `tox -e demo`)"
+        )
+    if unknown:
+        raise FineTuneError(f"unknown config keys: {', '.join(unknown)}")
+
+
+def refuse_unused_training_arguments(raw: dict) -> None:
+    fields = TrainingArguments.__dataclass_fields__
+    for key, value in raw.items():
+        if key not in fields or key in HONOURED_TRAINING_ARGUMENTS or is_default(fields[key], value):
+            continue
+        if key in MOVED_TRAINING_ARGUMENTS:
+            raise FineTuneError(f"{key}: not read by this fine-tuner; use {MOVED_TRAINING_ARGUMENTS[key]}")
+        raise FineTuneError(f"{key}: a TrainingArguments setting this fine-tuner does not apply; remove it")
+    for key in ("eval_strategy", "save_strategy"):
+        if str(raw.get(key, "no")) not in STRATEGIES:
+            raise FineTuneError(f"{key}: {raw[key]!r} is not one of {', '.join(STRATEGIES)}")
+
+
+def refuse_settings_while_off(arguments, switch: str, why_off: str) -> None:
+    """Refuses the fields of `arguments` other than `switch` set to something else than their default: settings that
+    would be ignored while `switch` is off (`why_off` says how it is off)."""
+    given = [
+        f.name
+        for f in dataclasses.fields(arguments)
+        if f.name != switch and not is_default(f, getattr(arguments, f.name))
+    ]
+    if given:
+        raise FineTuneError(f"{', '.join(given)}: set, but {why_off}")
+
+
+def best_model_metric(config) -> str | None:
+    """`metric_for_best_model`, or the loss when early stopping needs one and none is named."""
+    return config.training.metric_for_best_model or ("loss" if config.evaluation.early_stopping_patience else None)
+
+
+def asr_on_held_out(config) -> bool:
+    evaluation = config.evaluation
+    return bool(evaluation.eval_asr_model and evaluation.eval_asr_samples and config.data.eval_samples)
+
+
+def reported_metrics(config) -> list[str]:
+    """What an evaluation reports: the loss, and the error rates where held-out texts are transcribed."""
+    return ["eval_loss"] + (["eval_cer", "eval_wer"] if asr_on_held_out(config) else [])
+
+
+def trackers(report_to) -> list[str]:
+    """`report_to` as accelerate trackers: `none`, `all` (every installed one), or names, each of which must be
+    installed (accelerate would drop a missing one with a log line only)."""
+    from accelerate.tracking import _available_trackers
+
+    available = [str(getattr(t, "value", t)) for t in _available_trackers]
+    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    if names in ([], ["none"]):
+        return []
+    if names == ["all"]:
+        return available
+    missing = [name for name in names if name not in available]
+    if missing:
+        raise FineTuneError(
+            f"report_to: {', '.join(missing)} not installed here (pip install {' '.join(missing)}); "
+            f"installed trackers: {', '.join(available) or 'none'}"
+        )
+    return names
