@@ -10,11 +10,20 @@ import pytest
 from tests.testing_utils import ROOT, TF_VERSION, launch_env
 from tpu_demo.runtime.compat import FIRST_SUPPORTED
 
-ENTRY_POINTS = ["launch", "train", "prepare", "generate", "benchmark"]
+ENTRY_POINTS = [
+    "tpu_demo.launch",
+    "tpu_demo.train",
+    "tpu_demo.prepare",
+    "tpu_demo.generate",
+    "benchmarks.step",
+    "benchmarks.memory",
+    "benchmarks.encoding",
+    "benchmarks.generation",
+]
 
 
 def run_entry_point(module, env):
-    args = [sys.executable, "-m", f"tpu_demo.{module}", str(ROOT / "tpu_demo/configs/tiny.yaml")]
+    args = [sys.executable, "-m", module, str(ROOT / "tpu_demo/configs/tiny.yaml")]
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
@@ -45,7 +54,7 @@ def test_an_older_release_is_refused_in_one_line(module, tmp_path):
 def test_this_release_is_refused():
     from importlib.metadata import version
 
-    assert_refused(run_entry_point("train", launch_env()), version("transformers"))
+    assert_refused(run_entry_point("tpu_demo.train", launch_env()), version("transformers"))
 
 
 def test_the_first_supported_release_is_what_pip_is_told():
