@@ -321,3 +321,17 @@ def test_a_new_run_into_an_earlier_runs_folder_is_refused(tmp_path):
     assert again.returncode == 1 and "Traceback" not in again.stderr
     assert f"output_dir {out} holds an earlier run (checkpoints, metrics.jsonl, final)" in again.stderr
     assert (out / "metrics.jsonl").read_text() == before
+
+
+@bug_on_unpatched
+def test_the_demo_with_codec_tiny_speaks_from_final(tmp_path):
+    """`tox -e demo` adds `codec=tiny`: a random tiny DAC, saved into final/, so `generate` writes a WAV (noise)."""
+    pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
+    from tests.demo_utils import generate
+
+    out = tmp_path / "run"
+    assert_ok(run_demo(out, "codec=tiny", "max_steps=2", "eval_strategy=no", launcher=False))
+    assert (out / "final/codec/config.json").is_file()
+    said = generate(out / "final", "[S1] Hello there.", "--out", tmp_path / "hello.wav")
+    assert said.returncode == 0 and "Traceback" not in said.stderr, said.stderr
+    assert (tmp_path / "hello.wav").stat().st_size > 44  # more than a WAV header

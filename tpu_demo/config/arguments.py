@@ -107,7 +107,11 @@ class DataArguments(CheckedChoices):
         },
     )
     codec: str | None = field(
-        default=None, metadata={"help": "DacModel folder (or hub id) that turns a manifest's audio into codes"}
+        default=None,
+        metadata={
+            "help": "DacModel folder (or hub id) that turns a manifest's audio into codes and generated codes into "
+            "audio; `tiny`: a random tiny DAC (16 kHz) for the demo, so its final/ speaks (noise) without the hub"
+        },
     )
     cache_dir: str | None = field(
         default=None, metadata={"help": "where encoded audio is cached, by content and codec (default: output_dir)"}

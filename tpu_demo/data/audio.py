@@ -117,11 +117,11 @@ class Codec:
     """A `DacModel` from a local folder (or a hub id when the hub is reachable), with a fingerprint for the cache."""
 
     def __init__(self, name_or_path: str, device="cpu"):
-        from transformers import DacModel
+        from tpu_demo.model.dia import load_codec
 
         require_folder("codec", name_or_path)
         try:
-            self.model = DacModel.from_pretrained(name_or_path).to(device).eval()
+            self.model = load_codec(name_or_path).to(device).eval()
         except LOAD_ERRORS as error:
             raise FineTuneError(f"codec {name_or_path}: not a DacModel folder or reachable hub id ({error})") from None
         config = self.model.config

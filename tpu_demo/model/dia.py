@@ -69,6 +69,20 @@ def dia_1_6b_config(encoder_layers: int | None = None, decoder_layers: int | Non
     return DiaConfig(encoder_config=encoder, decoder_config=decoder, delay_pattern=DELAY_PATTERN)
 
 
+TINY_CODEC = "tiny"  # `codec: tiny`: the random codec below, so a run without the hub can speak (noise)
+
+
+def load_codec(name_or_path: str):
+    """The `DacModel` a `codec` setting names: a folder or hub id, or `tiny` (random, the same weights every time)."""
+    from transformers import DacModel
+
+    if name_or_path != TINY_CODEC:
+        return DacModel.from_pretrained(name_or_path)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return DacModel(tiny_codec_config())
+
+
 def tiny_codec_config(n_codebooks: int = 9) -> DacConfig:
     """A DAC small enough for tests and the demo (16 kHz, hop 128); real runs use e.g. descript/dac_44khz."""
     return DacConfig(

@@ -8,14 +8,20 @@ from tpu_demo.errors import LOAD_ERRORS, FineTuneError
 def save_processor(codec_name_or_path: str, final_dir) -> None:
     """Writes the `DiaProcessor` next to the fine-tuned model: tokenizer, feature extractor at the codec's rate and
     the codec. transformers stores the codec as a reference, so a local codec is copied into `final/codec` first and
-    referenced there (`DiaProcessor.from_pretrained(final)` then needs no other file, while `final` stays put)."""
+    referenced there (`DiaProcessor.from_pretrained(final)` then needs no other file, while `final` stays put); so is
+    `codec: tiny`'s random codec."""
     import shutil
 
     from transformers import DacModel
 
+    from tpu_demo.model.dia import TINY_CODEC, load_codec
+
     final_dir = Path(final_dir)
     source = Path(codec_name_or_path)
-    if source.is_dir():
+    if codec_name_or_path == TINY_CODEC:
+        load_codec(TINY_CODEC).save_pretrained(final_dir / "codec")
+        codec_name_or_path = str((final_dir / "codec").resolve())
+    elif source.is_dir():
         shutil.copytree(source, final_dir / "codec", dirs_exist_ok=True)
         codec_name_or_path = str((final_dir / "codec").resolve())
     dia_processor(DacModel.from_pretrained(codec_name_or_path)).save_pretrained(final_dir)
