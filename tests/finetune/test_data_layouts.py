@@ -141,6 +141,7 @@ def test_an_ljspeech_download_fine_tunes_as_it_is(tmp_path):
         f"tpu_demo: dataset {data / 'metadata.csv'}: LJSpeech, audio in {data / 'wavs'}: 2 recordings" in result.stdout
     )
     assert summary(out)["data"].startswith(f"{data}: 2 samples, 2 encoded")
+    assert "tpu_demo: text [-]: 2 transcripts, 1.00 UTF-8 bytes (Dia tokens) per character" in result.stdout
     assert sorted(p.relative_to(data) for p in data.rglob("*")) == before  # nothing written beside the recordings
 
 

@@ -7,9 +7,11 @@ from pathlib import Path
 from accelerate import PartialState
 from accelerate.utils import DistributedType, gather_object
 from tqdm.auto import tqdm
+from transformers import DiaTokenizer
 
 from tpu_demo.cli import say
 from tpu_demo.data.codes import CodesDataset, write_synthetic
+from tpu_demo.data.languages import text_report
 from tpu_demo.errors import FineTuneError
 from tpu_demo.model.tokens import CODEBOOK_SIZE
 
@@ -61,6 +63,8 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
         layout, rows = recordings.layout, recordings.rows
     if state.is_main_process:
         say(f"dataset {layout}: {len(rows)} recordings", flush=True)
+        for line in text_report(rows, DiaTokenizer(), data_args.max_text_tokens):
+            say(line, flush=True)
     if not data_args.codec:
         raise FineTuneError(f"dataset {source} holds recordings: set `codec` to a DacModel folder or hub id")
     codec = Codec(data_args.codec, device=encoding_device(state))

@@ -1,0 +1,42 @@
+"""Before encoding, the data's text is reported per language: UTF-8 bytes per character (Dia reads a token per byte)
+and the transcripts `max_text_tokens` would cut, so a user of a new language learns it before a long run."""
+
+from pathlib import Path
+
+from tests.testing_utils import require_dia
+
+pytestmark = require_dia
+
+
+def rows():
+    from tpu_demo.data.audio import ManifestRow
+
+    texts = [
+        ("[S1] Hello there.", None),
+        ("[S1] A longer English sentence than the limit allows.", None),
+        ("[S1] Good night.", "en"),
+        ("[S1] Привет, как дела?", "ru"),
+        ("[S1] [ja] こんにちは", None),
+    ]
+    return [
+        ManifestRow(row, Path(f"{row}.wav"), text, language=language) for row, (text, language) in enumerate(texts, 1)
+    ]
+
+
+def test_bytes_per_character_and_cut_transcripts_per_language():
+    from transformers import DiaTokenizer
+
+    from tpu_demo.data.languages import text_report
+
+    lines = text_report(rows(), DiaTokenizer(), max_text_tokens=40)
+    # the long English text is 50 tokens with its tag; Russian 30 bytes for 17 characters, Japanese 3 bytes each
+    assert lines == [
+        "text [-]: 2 transcripts, 1.00 UTF-8 bytes (Dia tokens) per character, 1 (50%) longer than max_text_tokens 40:"
+        " dropped",
+        "text [en]: 1 transcripts, 1.00 UTF-8 bytes (Dia tokens) per character, 0 (0%) longer than max_text_tokens 40:"
+        " dropped",
+        "text [ru]: 1 transcripts, 1.76 UTF-8 bytes (Dia tokens) per character, 0 (0%) longer than max_text_tokens 40:"
+        " dropped",
+        "text [ja]: 1 transcripts, 3.00 UTF-8 bytes (Dia tokens) per character, 0 (0%) longer than max_text_tokens 40:"
+        " dropped",
+    ]

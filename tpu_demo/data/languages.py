@@ -1,0 +1,35 @@
+"""What Dia's byte-level text input makes of each language in the data, said before encoding starts: UTF-8 bytes
+per character (Dia reads one token per byte) and the transcripts longer than `max_text_tokens`, which are dropped."""
+
+import re
+from collections import Counter
+
+from tpu_demo.model.tokens import TEXT_TAGS
+
+LEADING_LANGUAGE = re.compile(r"^\s*(?:\[S\d\]\s*)?\[([a-z]{2,3}(?:-[A-Za-z]+)?)\]")  # `[de] ...` or `[S1] [de] ...`
+
+
+def language_of(row) -> str:
+    """The row's `language`, else a leading `[xx]` tag of its text, else `-` (none given)."""
+    if row.language:
+        return row.language
+    found = LEADING_LANGUAGE.match(row.text)
+    return found.group(1) if found else "-"
+
+
+def text_report(rows, tokenizer, max_text_tokens: int) -> list[str]:
+    """One line per language, the most transcripts first: how many, UTF-8 bytes per character of their words (tags
+    aside), and how many are longer than `max_text_tokens` tokens with their tags."""
+    transcripts, characters, size, cut = Counter(), Counter(), Counter(), Counter()
+    for row in rows:
+        language, words = language_of(row), TEXT_TAGS.sub("", row.text).strip()
+        transcripts[language] += 1
+        characters[language] += len(words)
+        size[language] += len(words.encode())
+        cut[language] += len(tokenizer(row.prompt)["input_ids"]) > max_text_tokens
+    return [
+        f"text [{language}]: {count} transcripts, {size[language] / max(characters[language], 1):.2f} UTF-8 bytes "
+        f"(Dia tokens) per character, {cut[language]} ({cut[language] / count:.0%}) longer than max_text_tokens "
+        f"{max_text_tokens}: dropped"
+        for language, count in transcripts.most_common()
+    ]
