@@ -5,6 +5,7 @@ fine-tuner offers: measured on layer cuts, extrapolated to the whole model and c
 """
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -31,6 +32,7 @@ CONFIG = Path(__file__).resolve().parents[1] / "tpu_demo/configs/dia-1.6b.yaml"
 GB = 1e9
 
 
+@functools.cache
 def full_layers() -> tuple[int, int]:
     """Dia-1.6B's encoder and decoder layers, as `dia_1_6b_config` builds it."""
     from tpu_demo.model.dia import dia_1_6b_config
@@ -39,6 +41,7 @@ def full_layers() -> tuple[int, int]:
     return config.encoder_config.num_hidden_layers, config.decoder_config.num_hidden_layers
 
 
+@functools.cache
 def config_shape() -> tuple[int, int, int]:
     """The shipped 1.6B config's step: per-device batch, max_text_tokens, max_audio_frames."""
     from tpu_demo.config.load import load_raw

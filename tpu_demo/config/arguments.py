@@ -288,6 +288,10 @@ def numbers_typed(raw: dict) -> dict:
     return typed
 
 
+def field_default(field_):
+    return field_.default_factory() if field_.default_factory is not dataclasses.MISSING else field_.default
+
+
 def is_default(field_, value) -> bool:
-    default = field_.default_factory() if field_.default_factory is not dataclasses.MISSING else field_.default
+    default = field_default(field_)
     return value == default or value == getattr(default, "value", default)

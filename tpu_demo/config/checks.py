@@ -16,6 +16,7 @@ from tpu_demo.config.arguments import (
     MOVED_TRAINING_ARGUMENTS,
     STRATEGIES,
     FineTuneConfig,
+    field_default,
     is_default,
     numbers_typed,
 )
@@ -35,10 +36,7 @@ def settings(raw: dict) -> FineTuneConfig:
 
     typed = numbers_typed(raw)
     parts = HfArgumentParser(ARGUMENT_CLASSES[:-1]).parse_dict(typed, allow_extra_keys=True)
-    defaults = {
-        f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        for f in dataclasses.fields(TrainingArguments)
-    }
+    defaults = {f.name: field_default(f) for f in dataclasses.fields(TrainingArguments)}
     values = {key: str(getattr(value, "value", value)) if key.endswith("strategy") else value
               for key, value in (defaults | typed).items() if key in defaults}  # fmt: skip
     return FineTuneConfig(*parts, SimpleNamespace(**values))

@@ -289,7 +289,7 @@ def sample_writer(accelerator, sample_args, data_args, model_config, output_dir,
     from transformers import DiaProcessor
 
     processor = DiaProcessor.from_pretrained(output_dir / "processor")
-    texts = check_prompts(sample_args.sample_prompts or [], processor.tokenizer, data_args.max_text_tokens)
+    texts = [prompt_text(item) for item in sample_args.sample_prompts or []]  # checked by check_config
     frames = (sample_args.sample_max_frames or data_args.max_audio_frames) + max(model_config.delay_pattern)
     writer = SampleWriter(processor, texts, output_dir, frames, sample_args.sampling_overrides(), seed)
     writer.transcriber = transcriber
