@@ -16,8 +16,9 @@ from tests.testing_utils import ROOT, accelerate_environment_cleared, free_ports
 CONFIG = ROOT / "tpu_demo/configs/tiny.yaml"
 
 
-def run_demo(output_dir, *overrides, launcher=True, timeout=900):
-    """The fine-tune on `tiny.yaml`; `launcher=False` runs `tpu_demo.train.main` in this process."""
+def run_demo(output_dir, *overrides, launcher=True, timeout=900, env=None):
+    """The fine-tune on `tiny.yaml`; `launcher=False` runs `tpu_demo.train.main` in this process. `env`: variables
+    the launched program gets besides `launch_env`'s."""
     settings = [f"output_dir={output_dir}", "report_to=none", *overrides]
     if not launcher:
         from tpu_demo.train import main
@@ -25,7 +26,8 @@ def run_demo(output_dir, *overrides, launcher=True, timeout=900):
         return run_main(main, [str(CONFIG), *settings])
     settings.append(f"main_process_port={free_ports()[0]}")
     cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings]
-    return subprocess.run(cmd, env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    env = launch_env(**(env or {}))
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
 def generate(*args, cli=False):

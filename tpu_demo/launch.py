@@ -8,8 +8,8 @@ import shlex
 import subprocess
 import sys
 
-from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers
-from tpu_demo.config.checks import check_config, refuse_launch_conflicts
+from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
+from tpu_demo.config.checks import check_config, refuse_launch_conflicts, refuse_xla_conflicts
 from tpu_demo.config.load import load_raw, parse_launch
 from tpu_demo.errors import FineTuneError
 
@@ -56,12 +56,11 @@ def launch_arguments(distributed_type, launch=None):
             cmd += ["--machine_rank", str(launch.machine_rank), "--main_process_ip", launch.main_process_ip]
             cmd += ["--rdzv_backend", launch.rdzv_backend]
     elif distributed_type == "XLA":
-        if os.environ.get("PJRT_DEVICE", "TPU") == "CPU":
-            num_processes = 1  # XLA:CPU has no collectives: one replica
-            if "LOCAL_RANK" not in os.environ:  # else accelerate sees local_process_index -1 on a non-TPU XLA device
-                env["LOCAL_RANK"] = "0"
-        else:  # on a pod slice every host runs this same launch; PJRT finds the others
-            cmd += ["--tpu", "--main_training_function", "main"]
+        # one process per host drives all its devices through SPMD (tpu_demo.runtime.spmd); on a pod slice every host
+        # runs this same launch and PJRT finds the others
+        num_processes = 1
+        if os.environ.get("PJRT_DEVICE", "TPU") != "TPU" and "LOCAL_RANK" not in os.environ:
+            env["LOCAL_RANK"] = "0"  # else accelerate sees local_process_index -1 on a non-TPU XLA device
     else:
         num_processes = 1
     cmd += ["--num_processes", str(num_processes)]
@@ -72,6 +71,11 @@ def launch_arguments(distributed_type, launch=None):
 
 def accelerate_command(config, overrides=()):
     """The `accelerate launch` arguments for `config`, and the environment variables to set for it."""
+    return launch_plan(config, overrides)[1:]
+
+
+def launch_plan(config, overrides=()):
+    """The distributed type the run gets, and `accelerate_command`'s arguments and environment variables."""
     raw = load_raw(config, overrides)
     check_config(raw)  # here, not in every process after the launch
     launch = parse_launch(raw)
@@ -79,8 +83,10 @@ def accelerate_command(config, overrides=()):
     if distributed_type == "auto":
         distributed_type = detect_distributed_type(launch)
     refuse_launch_conflicts(launch, distributed_type, accelerate_version())
+    if distributed_type == "XLA":
+        refuse_xla_conflicts(raw)
     cmd, env = launch_arguments(distributed_type, launch)
-    return [*cmd, "-m", "tpu_demo.train", str(config), *overrides], env
+    return distributed_type, [*cmd, "-m", "tpu_demo.train", str(config), *overrides], env
 
 
 def accelerate_version() -> str:
@@ -110,15 +116,28 @@ def run_accelerate_launch(cmd, env) -> int:
     return 0
 
 
+def pod_slice_command(argv=None) -> str:
+    """Every host of a TPU pod slice runs the same launch; PJRT finds the others and the mesh spans them all."""
+    args = [arg for arg in (sys.argv[1:] if argv is None else argv) if arg != "--dry-run"]
+    launch = shlex.join(["python", "-m", "tpu_demo.launch", *args])
+    command = f"cd {shlex.quote(os.getcwd())} && {launch}"
+    return (
+        "on a pod slice, every host runs this same command: gcloud compute tpus tpu-vm ssh TPU_NAME --zone ZONE "
+        f"--worker=all --command {shlex.quote(command)}"
+    )
+
+
 def main(argv=None) -> int:
     refuse_unsupported_transformers()
     parser = config_parser("tpu_demo.launch", __doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     args = parser.parse_args(argv)
     try:
-        cmd, env = accelerate_command(args.config, args.overrides)
+        distributed_type, cmd, env = launch_plan(args.config, args.overrides)
     except FineTuneError as error:
         fail(error)
+    if distributed_type == "XLA":
+        say(f"XLA: one process on this host drives all its devices (SPMD); {pod_slice_command(argv)}")
     print("+ " + shlex.join([*(f"{k}={v}" for k, v in env.items()), "accelerate", "launch", *cmd]), flush=True)
     if args.dry_run:
         return 0

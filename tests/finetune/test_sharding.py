@@ -125,15 +125,26 @@ def test_launcher_passes_accelerates_fsdp_flags_on_gpus():
     assert cmd[cmd.index("--num_processes") + 1] == "4" and env == {}
 
 
-@pytest.mark.parametrize("distributed_type", ["NO", "MULTI_CPU", "XLA"])
-def test_sharding_where_accelerate_cannot_is_refused_before_the_launch(distributed_type):
+@pytest.mark.parametrize("distributed_type", ["NO", "MULTI_CPU"])
+def test_sharding_where_nothing_shards_is_refused_before_the_launch(distributed_type):
     result = subprocess.run(
         [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), "sharding=fsdp", f"distributed_type={distributed_type}",
          "num_processes=2", "--dry-run"],
         env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"sharding: fsdp needs GPUs (distributed_type MULTI_GPU), not {distributed_type}" in result.stderr
+    assert f"sharding: fsdp needs GPUs (distributed_type MULTI_GPU) or XLA devices, not {distributed_type}" in (
+        result.stderr
+    )
+
+
+def test_sharding_on_xla_launches_one_process_per_host():
+    result = subprocess.run(
+        [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), "sharding=fsdp", "distributed_type=XLA", "--dry-run"],
+        env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "(SPMD)" in result.stdout and "--num_processes 1 " in result.stdout and "--use_fsdp" not in result.stdout
 
 
 def test_sharding_asked_in_the_config_but_not_set_up_is_refused(tmp_path):

@@ -148,7 +148,7 @@ def test_the_accelerator_follows_the_parsed_settings(tmp_path, monkeypatch, outp
     raw = {"report_to": "none", "gradient_accumulation_steps": 3, **({"output_dir": output_dir} if output_dir else {})}
     with accelerate_environment_cleared():
         try:
-            accelerator, config = make_accelerator(raw)
+            accelerator, config, _ = make_accelerator(raw)
             assert accelerator.project_dir == config.training.output_dir == (output_dir or "trainer_output")
             assert accelerator.logging_dir == config.training.output_dir
             assert accelerator.gradient_accumulation_steps == 3 == config.training.gradient_accumulation_steps

@@ -89,9 +89,9 @@ def test_fine_tune_on_xla_resumes_exactly_without_recompiling(tmp_path):
 
 @require_xla
 @require_dia
-def test_tpu_launch_path_runs_fp32_in_fp32(tmp_path):
-    """`accelerate launch --tpu` as the launcher builds it for a TPU VM (accelerate's tpu_launcher, xmp.spawn),
-    run on the PJRT CPU device."""
+def test_tpu_vm_command_drives_every_device_of_the_host_in_fp32(tmp_path):
+    """The command the launcher builds for a TPU VM (one process per host), run on a host of 4 PJRT CPU devices:
+    SPMD over all four, data parallel."""
     out = tmp_path / "run"
     settings = [f"output_dir={out}", "report_to=none", "max_steps=4", "eval_strategy=no", "save_strategy=no"]
     script = (
@@ -101,14 +101,17 @@ def test_tpu_launch_path_runs_fp32_in_fp32(tmp_path):
         "cmd, env = accelerate_command(sys.argv[1], sys.argv[2:])\n"
         "print(' '.join(cmd), flush=True)\n"
         "os.environ['PJRT_DEVICE'] = 'CPU'  # run where this machine can\n"
-        "sys.exit(run_accelerate_launch(cmd, env))\n"
+        "sys.exit(run_accelerate_launch(cmd, {**env, 'LOCAL_RANK': '0'}))\n"
     )
     cmd = [sys.executable, "-c", script, str(CONFIG), *settings]
-    result = subprocess.run(cmd, env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=900)
+    env = launch_env(CPU_NUM_DEVICES="4")
+    result = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert_ok(result)
-    assert "--tpu --main_training_function main" in result.stdout
+    assert "--num_processes 1 " in result.stdout and "--tpu" not in result.stdout
     final = summary(out)
     assert final["distributed_type"] == "DistributedType.XLA" and final["compute_dtype"] == "float32"
+    assert final["spmd"]["devices"] == 4 and final["spmd"]["sharding"] == "no"
+    assert final["spmd"]["weight_bytes_per_device"] == [final["spmd"]["weight_bytes"]] * 4  # replicated
     assert (out / "final/model.safetensors").is_file()
 
 
@@ -119,4 +122,14 @@ def test_use_torch_xla_off_is_read_as_accelerate_reads_it(value):
     cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), "--dry-run"]
     result = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "--tpu" not in result.stdout and "--num_processes 1" in result.stdout
+    assert "--num_processes 1" in result.stdout and "SPMD" not in result.stdout
+
+
+@require_xla
+def test_xla_launch_says_how_a_pod_slice_runs_it():
+    cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), "sharding=fsdp", "--dry-run"]
+    result = subprocess.run(cmd, env=launch_env(PJRT_DEVICE="TPU"), cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    plan = result.stdout.splitlines()[0]
+    assert "one process on this host drives all its devices (SPMD)" in plan and "--worker=all" in plan
+    assert plan.endswith(f"python -m tpu_demo.launch {CONFIG} sharding=fsdp'")  # without --dry-run

@@ -53,8 +53,9 @@ class LaunchArguments(CheckedChoices):
     sharding: str = field(
         default="no",
         metadata={
-            "help": "no: every process holds the whole model (DDP, XLA replicas); fsdp: weights, gradients and "
-            "optimizer state sharded over the processes (accelerate's FSDP2 plugin, GPUs only in accelerate 1.15)",
+            "help": "no: every device holds the whole model (DDP; on XLA, SPMD data parallel); fsdp: weights, "
+            "gradients and optimizer state sharded over the devices (GPUs: accelerate's FSDP2 plugin; XLA: torch_xla "
+            "SPMD, FSDPv2 style)",
             "choices": ["no", "fsdp"],
         },
     )

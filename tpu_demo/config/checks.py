@@ -108,12 +108,23 @@ def refuse_launch_conflicts(launch, distributed_type: str, accelerate_version: s
             f"num_machines: {launch.num_machines} machines need distributed_type MULTI_GPU or MULTI_CPU (a TPU pod "
             f"slice runs the same launch on every host with num_machines 1), not {distributed_type}"
         )
-    if launch.sharding == "fsdp" and distributed_type != "MULTI_GPU":
+    if launch.sharding == "fsdp" and distributed_type not in ("MULTI_GPU", "XLA"):
         found = " (what `auto` found here)" if launch.distributed_type == "auto" else ""
         raise FineTuneError(
-            f"sharding: fsdp needs GPUs (distributed_type MULTI_GPU), not {distributed_type}{found}: accelerate "
-            f"{accelerate_version} has no sharded path on CPU or XLA processes; without sharding, use lora_r or a "
-            "smaller model"
+            f"sharding: fsdp needs GPUs (distributed_type MULTI_GPU) or XLA devices, not {distributed_type}{found}: "
+            f"accelerate {accelerate_version} has no sharded path on CPU processes; without sharding, use lora_r or "
+            "a smaller model"
+        )
+
+
+def refuse_xla_conflicts(raw: dict) -> None:
+    """What cannot run on XLA devices, from the launcher (or a process that finds itself on XLA)."""
+    from tpu_demo.runtime.compat import asks_activation_checkpointing
+
+    if asks_activation_checkpointing(settings(raw).training):
+        raise FineTuneError(
+            "gradient_checkpointing: not on XLA: torch's activation checkpointing looks for a `torch.xla` module, and "
+            "torch_xla's (reentrant only) drops the gradient Dia's decoder layers pass back to the encoder"
         )
 
 

@@ -14,6 +14,7 @@ from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.intelligibility import error_rates
 from tpu_demo.evaluation.sample_health import limit_frames, sample_health
 from tpu_demo.model.tokens import AUDIO_BOS, AUDIO_PAD, CODEBOOK_SIZE
+from tpu_demo.runtime.spmd import host_copy
 from tpu_demo.training.outputs import prompt_name, sample_path
 
 # What Dia's published generation config (nari-labs/Dia-1.6B-0626) uses; a model's own generation config wins.
@@ -206,7 +207,7 @@ class SampleWriter:
             import torch_xla.core.xla_model as xm
 
             xm.mark_step()  # finish the step first, as save_state does: the copy then traces no graph of its own
-            self.host_model.load_state_dict({k: v.cpu() for k, v in unwrapped.state_dict().items()})
+            self.host_model.load_state_dict(host_copy(unwrapped.state_dict()))
             unwrapped = self.host_model
         return unwrapped.get_base_model() if hasattr(unwrapped, "get_base_model") else unwrapped
 

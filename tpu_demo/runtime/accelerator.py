@@ -16,9 +16,11 @@ from accelerate import Accelerator
 from accelerate.tracking import filter_trackers
 from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_xla_available, parse_flag_from_env
 
-from tpu_demo.config.checks import trackers
+from tpu_demo.config.checks import refuse_xla_conflicts, trackers
 from tpu_demo.config.load import parse_all, parse_data, parse_launch
 from tpu_demo.errors import FineTuneError
+from tpu_demo.runtime.spmd import Spmd
+from tpu_demo.runtime.spmd import wanted as spmd_wanted
 
 
 def use_stateful_dataloader(data_args) -> bool:
@@ -28,15 +30,20 @@ def use_stateful_dataloader(data_args) -> bool:
 
 
 def make_accelerator(raw):
-    """The Accelerator and then the parsed config (`FineTuneConfig`), the Accelerator following its settings."""
+    """The Accelerator, the parsed config (`FineTuneConfig`) and the `Spmd` of this process (None unless it runs on an
+    XLA host with several devices, or sharded on XLA), the Accelerator following the config's settings."""
     launch = parse_launch(raw)
+    spmd = Spmd(launch.sharding) if spmd_wanted(launch.sharding) else None
     accelerator = Accelerator(
         mixed_precision=launch.mixed_precision,
         dataloader_config=DataLoaderConfiguration(
             use_seedable_sampler=True, use_stateful_dataloader=use_stateful_dataloader(parse_data(raw))
         ),
     )
-    refuse_unsharded(accelerator, launch.sharding)
+    if not spmd:
+        refuse_unsharded(accelerator, launch.sharding)
+    if accelerator.distributed_type == DistributedType.XLA:
+        refuse_xla_conflicts(raw)
     # What `accelerate launch --mixed_precision` exports; set here too so a direct run agrees with the Accelerator.
     os.environ["ACCELERATE_MIXED_PRECISION"] = accelerator.mixed_precision
     config = parse_all(raw)
@@ -51,7 +58,7 @@ def make_accelerator(raw):
     accelerator.gradient_accumulation_steps = training.gradient_accumulation_steps
     accelerator.project_configuration.set_directories(training.output_dir)
     accelerator.log_with = filter_trackers(trackers(training.report_to), accelerator.logging_dir)
-    return accelerator, config
+    return accelerator, config, spmd
 
 
 def refuse_unsharded(accelerator, sharding: str = "no") -> None:
@@ -61,7 +68,8 @@ def refuse_unsharded(accelerator, sharding: str = "no") -> None:
     if sharding == "fsdp" and accelerator.distributed_type != DistributedType.FSDP:
         raise FineTuneError(
             f"sharding: fsdp, but accelerate set up {accelerator.distributed_type.value}: the model would train "
-            "unsharded. Start the run with `python -m tpu_demo.launch` (it passes accelerate's FSDP flags) on GPUs"
+            "unsharded. Start the run with `python -m tpu_demo.launch` (it passes accelerate's FSDP flags) on GPUs, "
+            "or on XLA"
         )
     for kind, variable in (
         (DistributedType.FSDP, "ACCELERATE_USE_FSDP"),

@@ -14,6 +14,7 @@ from safetensors.torch import load_file
 
 from tpu_demo.errors import FineTuneError
 from tpu_demo.model.lora import ADAPTER_WEIGHTS, is_lora, load_adapter_weights
+from tpu_demo.runtime.spmd import host_copy
 from tpu_demo.training.outputs import step_dirs, step_name
 
 
@@ -158,6 +159,6 @@ def save_final(accelerator, model, path: Path, merge_lora: bool = False) -> None
     else:
         state_dict = accelerator.get_state_dict(model)
     if accelerator.is_main_process:
-        unwrapped.save_pretrained(path, state_dict={k: v.cpu() for k, v in state_dict.items()})
+        unwrapped.save_pretrained(path, state_dict=host_copy(state_dict))
     del state_dict
     accelerator.wait_for_everyone()

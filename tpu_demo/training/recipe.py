@@ -109,7 +109,7 @@ class DiaFineTune:
     # setup: the order below is the order random numbers are drawn in; a resumed run depends on it
 
     def setup(self) -> None:
-        self.accelerator, self.config = make_accelerator(self.raw)
+        self.accelerator, self.config, self.spmd = make_accelerator(self.raw)
         args = self.config.training
         set_seed(args.seed)
         self.progress = Progress(self._best_model())
@@ -120,6 +120,8 @@ class DiaFineTune:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.on_xla = self.accelerator.distributed_type == DistributedType.XLA
         self.sharded = self.accelerator.distributed_type == DistributedType.FSDP
+        # data-parallel ways: processes, times the devices each drives under SPMD
+        self.replicas = self.accelerator.num_processes * (self.spmd.devices if self.spmd else 1)
         self.metrics = MetricsLog(self.accelerator, self.output_dir)
         self._setup_model()
         self._setup_data()
@@ -152,6 +154,8 @@ class DiaFineTune:
         if asks_activation_checkpointing(config.training):
             enable_activation_checkpointing(model)
         self.model = with_lora(accelerator, model, config.lora, config.model)
+        if self.spmd:
+            self.model = self.spmd.shard_model(self.model, accelerator.device)
 
     def _setup_data(self) -> None:
         config, accelerator, args = self.config, self.accelerator, self.config.training
@@ -178,8 +182,7 @@ class DiaFineTune:
             self.samples.seconds_per_char = data_seconds_per_char(self.dataset, frame_rate)
         held_out = [i for i, item in enumerate(self.dataset.items) if item.get("held_out")]
         train_indices, eval_indices = split(len(self.dataset), config.data.eval_samples, args.seed, held_out)
-        processes = accelerator.num_processes
-        enough_for_a_step(len(self.dataset), len(train_indices), config.data.eval_samples, args, processes)
+        enough_for_a_step(len(self.dataset), len(train_indices), config.data.eval_samples, args, self.replicas)
         if accelerator.is_main_process:
             (self.output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
         train_set, eval_set = (torch.utils.data.Subset(self.dataset, ids) for ids in (train_indices, eval_indices))
@@ -192,13 +195,14 @@ class DiaFineTune:
             "num_workers": args.dataloader_num_workers,
             "pin_memory": args.dataloader_pin_memory and accelerator.device.type == "cuda",  # pinning serves CUDA only
         }
+        devices = self.spmd.devices if self.spmd else 1  # one loader feeds them all
         self.train_loader = torch.utils.data.DataLoader(
-            train_set, batch_size=args.per_device_train_batch_size, shuffle=True, drop_last=True,
+            train_set, batch_size=args.per_device_train_batch_size * devices, shuffle=True, drop_last=True,
             collate_fn=self.collator, **loading,
         )  # fmt: skip
         self.eval_loader = torch.utils.data.DataLoader(  # evaluation never drops the text
-            eval_set, batch_size=args.per_device_eval_batch_size, collate_fn=DiaCollator(*shapes, 0.0, seed=0),
-            **loading,
+            eval_set, batch_size=args.per_device_eval_batch_size * devices,
+            collate_fn=DiaCollator(*shapes, 0.0, seed=0), **loading,
         )  # fmt: skip
 
     def _setup_optimization(self) -> None:
@@ -219,6 +223,9 @@ class DiaFineTune:
             self.model, self.optimizer, self.train_loader, self.eval_loader, self.scheduler
         )
         init_optimizer_state(self.optimizer.optimizer)
+        if self.spmd:
+            self.spmd.shard_state(self.model, self.optimizer.optimizer)
+            self.spmd.shard_loaders(self.train_loader, self.eval_loader)
         if self.on_xla:
             expose_xla_loader_dataset()
         accelerator.register_for_checkpointing(self.progress)
@@ -232,6 +239,8 @@ class DiaFineTune:
         stateful = accelerator.dataloader_config.use_stateful_dataloader
         fresh_loader_state = self.train_loader.state_dict() if stateful else None
         load_checkpoint(accelerator, resolve_resume(checkpoint, self.output_dir))
+        if self.spmd:
+            self.spmd.shard_state(self.model, self.optimizer.optimizer)
         if accelerator.is_main_process:
             self.history = self.metrics.forget_after(progress.step)
         if progress.batches_in_epoch >= len(self.train_loader):  # stopped on an epoch's last batch: the next starts

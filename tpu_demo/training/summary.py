@@ -11,11 +11,12 @@ from tpu_demo.training.outputs import step_dirs
 def run_summary(run, final_eval: dict, elapsed: float) -> dict:
     """`run`: a `DiaFineTune` after its loop; `final_eval`: its last evaluation; `elapsed`: the loop's seconds."""
     accelerator, args, output_dir = run.accelerator, run.config.training, run.output_dir
-    samples_per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * accelerator.num_processes
+    samples_per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * run.replicas
     return {
         "device": str(accelerator.device),
         "distributed_type": str(accelerator.distributed_type),
         "num_processes": accelerator.num_processes,
+        "spmd": run.spmd.report(run.model, run.optimizer.optimizer) if run.spmd else None,
         "mixed_precision": accelerator.mixed_precision,
         "compute_dtype": run.compute_dtype.dtype,
         "gradient_checkpointing": checkpoints_activations(accelerator.unwrap_model(run.model)),

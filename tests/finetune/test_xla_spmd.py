@@ -1,0 +1,108 @@
+"""One process driving a host's 4 XLA devices (PJRT CPU virtual devices) through SPMD: data parallel and
+`sharding: fsdp` train the one-device run's losses, shard every weight and moment, resume exactly."""
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from tests.demo_utils import (
+    CONFIG,
+    assert_ok,
+    assert_same_weights,
+    generate,
+    losses_by_step,
+    metrics,
+    run_demo,
+    summary,
+    tiny_codec,
+)
+from tests.testing_utils import ROOT, launch_env, require_dia, require_xla
+
+FOUR_DEVICES = {"CPU_NUM_DEVICES": "4"}
+# bf16, accumulation, evaluation with an uneven last batch (13 = 8 + 5), checkpoints, logging every other step
+RUN = ("max_steps=12", "mixed_precision=bf16", "gradient_accumulation_steps=2", "eval_steps=4", "save_steps=4",
+       "logging_steps=2", "per_device_eval_batch_size=2")  # fmt: skip
+
+
+def eval_losses(output_dir) -> dict[int, float]:
+    return {m["step"]: m["eval_loss"] for m in metrics(output_dir) if "eval_loss" in m}
+
+
+def assert_close(run, reference):
+    assert run.keys() == reference.keys()
+    for step, value in reference.items():
+        assert math.isclose(run[step], value, rel_tol=1e-5), (step, run[step], value)
+
+
+@require_xla
+@require_dia
+@pytest.mark.parametrize("sharding", ["no", "fsdp"])
+def test_four_devices_train_what_one_device_trains_on_their_global_batch(tmp_path, sharding):
+    one, four = tmp_path / "one", tmp_path / "four"
+    assert_ok(run_demo(one, *RUN, "per_device_train_batch_size=8", "per_device_eval_batch_size=8"))
+    assert_ok(run_demo(four, *RUN, "per_device_train_batch_size=2", f"sharding={sharding}", env=FOUR_DEVICES))
+
+    assert_close(losses_by_step(four), losses_by_step(one))
+    assert_close(eval_losses(four), eval_losses(one))
+    final = summary(four)
+    assert final["compute_dtype"] == "bfloat16" and final["eval_samples"] == 13
+    spmd = final["spmd"]
+    assert spmd["devices"] == 4 and spmd["sharding"] == sharding
+    # read from the runtime's shards: a quarter of every weight and moment each, or all of them on each device
+    share = 4 if sharding == "fsdp" else 1
+    assert spmd["weight_bytes_per_device"] == [spmd["weight_bytes"] // share] * 4
+    assert spmd["optimizer_state_bytes_per_device"] == [spmd["optimizer_state_bytes"] // share] * 4
+    xla = final["xla"]
+    assert xla["train"]["compilations_later"] == xla["eval"]["compilations_later"] == 0, xla
+    assert xla["save"]["compilations_later"] == 0, xla  # shards read on the host, not gathered by a graph
+    # batches arrive sharded: no host transfer in a step but the logged loss (steps 6..12 after warm-up: 4 logs)
+    assert xla["train"]["transfers_later"] == 4, xla
+
+
+@require_xla
+@require_dia
+def test_sharded_run_resumes_exactly_and_its_outputs_load_whole(tmp_path):
+    from transformers import DiaForConditionalGeneration
+
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    settings = [
+        *RUN, "per_device_train_batch_size=2", "sharding=fsdp",
+        f"codec={tiny_codec(tmp_path / 'codec')}", 'sample_prompts=["[S1] Hello."]', "sample_every=4",
+        "load_best_model_at_end=true",
+    ]  # fmt: skip
+    assert_ok(run_demo(straight, *settings, env=FOUR_DEVICES))
+    assert_ok(run_demo(resumed, *settings, "stop_after_steps=6", env=FOUR_DEVICES))
+    assert_ok(run_demo(resumed, *settings, "resume_from_checkpoint=latest", env=FOUR_DEVICES))
+
+    assert losses_by_step(resumed) == losses_by_step(straight)
+    assert eval_losses(resumed) == eval_losses(straight)
+    assert_same_weights(straight / "final", resumed / "final")
+    final = summary(straight)
+    assert final["samples"] == ["samples/step-4", "samples/step-8", "samples/step-12"]
+    assert summary(resumed)["spmd"] == final["spmd"]  # still a quarter each after the load
+    assert final["xla"]["samples"]["compilations_later"] == 0, final["xla"]
+    # final/ and a checkpoint hold whole weights under the model's own names
+    model = DiaForConditionalGeneration.from_pretrained(straight / "final")
+    assert sum(p.numel() * p.element_size() for p in model.parameters()) == final["spmd"]["weight_bytes"]
+    wav = tmp_path / "hi.wav"
+    checkpoint, processor = straight / "checkpoints/step-8", straight / "processor"
+    assert_ok(generate(checkpoint, "[S1] Hi.", "--out", wav, "--processor", processor, cli=True))
+    assert wav.is_file()
+
+
+@require_xla
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (["sharding=fsdp", "lora_r=4"], "tpu_demo: lora_r: LoRA is not sharded"),
+        (["gradient_checkpointing=true"], "tpu_demo: gradient_checkpointing: not on XLA"),
+    ],
+)
+def test_what_xla_cannot_run_is_refused_before_the_launch(tmp_path, settings, message):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), f"output_dir={out}", *settings]
+    result = subprocess.run(cmd, env=launch_env(**FOUR_DEVICES), cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 1 and result.stderr.startswith(message), result
+    assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
