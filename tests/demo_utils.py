@@ -74,6 +74,10 @@ def losses_by_step(output_dir) -> dict[int, float]:
     return {m["step"]: m["loss"] for m in metrics(output_dir) if "loss" in m}
 
 
+def eval_losses(output_dir) -> dict[int, float]:
+    return {m["step"]: m["eval_loss"] for m in metrics(output_dir) if "eval_loss" in m}
+
+
 def assert_ok(result):
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
 

@@ -4,15 +4,11 @@
 import pytest
 import torch
 
-from tests.demo_utils import assert_ok, metrics, run_demo, summary
+from tests.demo_utils import assert_ok, eval_losses, run_demo, summary
 from tests.testing_utils import bug_on_unpatched, require_dia
 
 pytestmark = require_dia
 EVERY_STEP = ["eval_steps=1", "save_steps=1", "logging_steps=1"]
-
-
-def eval_losses(out) -> dict[int, float]:
-    return {m["step"]: m["eval_loss"] for m in metrics(out) if "eval_loss" in m}
 
 
 @bug_on_unpatched

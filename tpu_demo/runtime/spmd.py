@@ -55,19 +55,19 @@ class Spmd:
         for layer in model.modules():
             if isinstance(layer, (DiaEncoderLayer, DiaDecoderLayer)):
                 xs.apply_backward_optimization_barrier(layer)
-                layer.register_forward_hook(lambda module, args, output: self._shard_first(output))
+                layer.register_forward_hook(lambda module, args, output: self._shard_hidden_states(output))
         return model
 
-    def shard_state(self, model, optimizer) -> None:
-        """Each weight and moment sharded as `shard_model` shards the weight: moments made apart from their weight, and
-        whatever a checkpoint's load copied in, come replicated."""
+    def shard_optimizer_state(self, optimizer) -> None:
+        """Each moment sharded as its weight: moments made apart from their weight, or loaded from a checkpoint, come
+        replicated (a loaded weight keeps its sharding)."""
         if not self.sharded:
             return
-        for param in model.parameters():
-            self._shard_like_weight(param, param)
-            for value in optimizer.state.get(param, {}).values():
-                if torch.is_tensor(value) and value.shape == param.shape:
-                    self._shard_like_weight(value, param)
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                for value in optimizer.state.get(param, {}).values():
+                    if torch.is_tensor(value) and value.shape == param.shape:
+                        self._shard_like_weight(value, param)
 
     def _shard_like_weight(self, tensor, weight) -> None:
         """`tensor` sharded on `weight`'s largest axis, as FSDPv2 shards a weight (a scalar stays whole)."""
@@ -93,14 +93,11 @@ class Spmd:
             "optimizer_state_bytes_per_device": bytes_per_device(state, self.devices),
         }
 
-    def _shard_first(self, output) -> None:
-        tensor = output if torch.is_tensor(output) else output[0]  # the hidden states
-        self.shard(tensor)
-
-    def shard(self, tensor: torch.Tensor) -> None:
+    def _shard_hidden_states(self, output) -> None:
         import torch_xla.distributed.spmd as xs
 
-        xs.mark_sharding(tensor, self.mesh, (AXIS,) + (None,) * (tensor.dim() - 1))
+        hidden_states = output if torch.is_tensor(output) else output[0]
+        xs.mark_sharding(hidden_states, self.mesh, batch_axis(hidden_states))
 
     def shard_loaders(self, *loaders) -> None:
         """Each batch of accelerate's prepared XLA loaders uploaded already sharded on its batch axis (marking a tensor
@@ -123,7 +120,12 @@ class BatchAxis:
 
         if not tensor.dim():
             return None
-        return xs.ShardingSpec(self.mesh, (AXIS,) + (None,) * (tensor.dim() - 1)).xla_spec(tensor)
+        return xs.ShardingSpec(self.mesh, batch_axis(tensor)).xla_spec(tensor)
+
+
+def batch_axis(tensor: torch.Tensor) -> tuple:
+    """The partition spec of a batch-first tensor: its batch axis over the mesh, the rest whole."""
+    return (AXIS,) + (None,) * (tensor.dim() - 1)
 
 
 def host_copy(state):

@@ -120,8 +120,8 @@ class DiaFineTune:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.on_xla = self.accelerator.distributed_type == DistributedType.XLA
         self.sharded = self.accelerator.distributed_type == DistributedType.FSDP
-        # data-parallel ways: processes, times the devices each drives under SPMD
-        self.replicas = self.accelerator.num_processes * (self.spmd.devices if self.spmd else 1)
+        self.devices = self.spmd.devices if self.spmd else 1  # that this process drives; one loader feeds them all
+        self.replicas = self.accelerator.num_processes * self.devices  # data-parallel ways
         self.metrics = MetricsLog(self.accelerator, self.output_dir)
         self._setup_model()
         self._setup_data()
@@ -195,13 +195,12 @@ class DiaFineTune:
             "num_workers": args.dataloader_num_workers,
             "pin_memory": args.dataloader_pin_memory and accelerator.device.type == "cuda",  # pinning serves CUDA only
         }
-        devices = self.spmd.devices if self.spmd else 1  # one loader feeds them all
         self.train_loader = torch.utils.data.DataLoader(
-            train_set, batch_size=args.per_device_train_batch_size * devices, shuffle=True, drop_last=True,
+            train_set, batch_size=args.per_device_train_batch_size * self.devices, shuffle=True, drop_last=True,
             collate_fn=self.collator, **loading,
         )  # fmt: skip
         self.eval_loader = torch.utils.data.DataLoader(  # evaluation never drops the text
-            eval_set, batch_size=args.per_device_eval_batch_size * devices,
+            eval_set, batch_size=args.per_device_eval_batch_size * self.devices,
             collate_fn=DiaCollator(*shapes, 0.0, seed=0), **loading,
         )  # fmt: skip
 
@@ -224,7 +223,7 @@ class DiaFineTune:
         )
         init_optimizer_state(self.optimizer.optimizer)
         if self.spmd:
-            self.spmd.shard_state(self.model, self.optimizer.optimizer)
+            self.spmd.shard_optimizer_state(self.optimizer.optimizer)
             self.spmd.shard_loaders(self.train_loader, self.eval_loader)
         if self.on_xla:
             expose_xla_loader_dataset()
@@ -240,7 +239,7 @@ class DiaFineTune:
         fresh_loader_state = self.train_loader.state_dict() if stateful else None
         load_checkpoint(accelerator, resolve_resume(checkpoint, self.output_dir))
         if self.spmd:
-            self.spmd.shard_state(self.model, self.optimizer.optimizer)
+            self.spmd.shard_optimizer_state(self.optimizer.optimizer)
         if accelerator.is_main_process:
             self.history = self.metrics.forget_after(progress.step)
         if progress.batches_in_epoch >= len(self.train_loader):  # stopped on an epoch's last batch: the next starts
