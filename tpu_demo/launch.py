@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
-from tpu_demo.config.checks import check_config, refuse_launch_conflicts, refuse_xla_conflicts
+from tpu_demo.config.checks import check_config, refuse_launch_conflicts
 from tpu_demo.config.load import load_raw, parse_launch
 from tpu_demo.errors import FineTuneError
 
@@ -83,8 +83,6 @@ def launch_plan(config, overrides=()):
     if distributed_type == "auto":
         distributed_type = detect_distributed_type(launch)
     refuse_launch_conflicts(launch, distributed_type, accelerate_version())
-    if distributed_type == "XLA":
-        refuse_xla_conflicts(raw)
     cmd, env = launch_arguments(distributed_type, launch)
     return distributed_type, [*cmd, "-m", "tpu_demo.train", str(config), *overrides], env
 

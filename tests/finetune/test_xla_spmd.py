@@ -13,6 +13,7 @@ from tests.demo_utils import (
     eval_losses,
     generate,
     losses_by_step,
+    metrics,
     run_demo,
     summary,
     tiny_codec,
@@ -82,16 +83,27 @@ def test_sharded_run_resumes_exactly_and_its_outputs_load_whole(tmp_path):
 
 
 @require_xla
-@pytest.mark.parametrize(
-    ("settings", "message"),
-    [
-        (["sharding=fsdp", "lora_r=4"], "tpu_demo: lora_r: LoRA is not sharded"),
-        (["gradient_checkpointing=true"], "tpu_demo: gradient_checkpointing: not on XLA"),
-    ],
-)
-def test_what_xla_cannot_run_is_refused_before_the_launch(tmp_path, settings, message):
+@require_dia
+@pytest.mark.parametrize(("devices", "sharding"), [("1", "no"), ("4", "fsdp")])
+def test_activation_checkpointing_trains_what_the_saved_activations_train(tmp_path, devices, sharding):
+    saved, recomputed = tmp_path / "saved", tmp_path / "recomputed"
+    settings = [*RUN, f"per_device_train_batch_size={8 // int(devices)}", f"sharding={sharding}"]
+    env = {"CPU_NUM_DEVICES": devices}
+    assert_ok(run_demo(saved, *settings, env=env))
+    assert_ok(run_demo(recomputed, *settings, "activation_checkpointing=true", env=env))
+
+    assert summary(recomputed)["gradient_checkpointing"] and not summary(saved)["gradient_checkpointing"]
+    # the gradient Dia's decoder layers send back to the encoder through a keyword argument is kept
+    grad_norms = [{m["step"]: m["grad_norm"] for m in metrics(out) if "grad_norm" in m} for out in (saved, recomputed)]
+    assert grad_norms[1] == pytest.approx(grad_norms[0], rel=1e-5)
+    assert losses_by_step(recomputed) == pytest.approx(losses_by_step(saved), rel=1e-5)
+    assert summary(recomputed)["xla"]["train"]["compilations_later"] == 0
+
+
+@require_xla
+def test_lora_with_sharding_is_refused_before_the_launch(tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), f"output_dir={out}", *settings]
+    cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), f"output_dir={out}", "sharding=fsdp", "lora_r=4"]
     result = subprocess.run(cmd, env=launch_env(**FOUR_DEVICES), cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 1 and result.stderr.startswith(message), result
+    assert result.returncode == 1 and result.stderr.startswith("tpu_demo: lora_r: LoRA is not sharded"), result
     assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()

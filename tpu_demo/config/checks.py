@@ -117,17 +117,6 @@ def refuse_launch_conflicts(launch, distributed_type: str, accelerate_version: s
         )
 
 
-def refuse_xla_conflicts(raw: dict) -> None:
-    """What cannot run on XLA devices, from the launcher (or a process that finds itself on XLA)."""
-    from tpu_demo.runtime.compat import asks_activation_checkpointing
-
-    if asks_activation_checkpointing(settings(raw).training):
-        raise FineTuneError(
-            "gradient_checkpointing: not on XLA: torch's activation checkpointing looks for a `torch.xla` module, and "
-            "torch_xla's (reentrant only) drops the gradient Dia's decoder layers pass back to the encoder"
-        )
-
-
 def refuse_unknown_keys(raw: dict) -> None:
     """Keys none of the dataclasses has, named."""
     known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls) if f.init}

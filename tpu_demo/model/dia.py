@@ -125,6 +125,18 @@ def register_static_mask_attention() -> str:
     return STATIC_MASK_ATTENTION
 
 
+def checkpoint_layers_on_xla(model) -> None:
+    """Activation checkpointing of every Dia encoder and decoder layer on XLA, where torch's checkpoint looks for a
+    `torch.xla` module. torch_xla's `checkpoint_module` passes a layer's keyword arguments to its (reentrant)
+    checkpoint positionally, so the gradient a decoder layer sends to the encoder's output is kept."""
+    from torch_xla.distributed.fsdp import checkpoint_module
+    from transformers.models.dia.modeling_dia import DiaDecoderLayer, DiaEncoderLayer
+
+    for layer in model.modules():
+        if isinstance(layer, (DiaEncoderLayer, DiaDecoderLayer)):
+            checkpoint_module(layer)
+
+
 def build_model(model_args, attn_implementation=None) -> DiaForConditionalGeneration:
     """`model` (local folder or hub id) in `dtype`, or the tiny random Dia; `attn_implementation` None: the default."""
     options = {"attn_implementation": attn_implementation} if attn_implementation else {}

@@ -16,7 +16,7 @@ from accelerate import Accelerator
 from accelerate.tracking import filter_trackers
 from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_xla_available, parse_flag_from_env
 
-from tpu_demo.config.checks import refuse_xla_conflicts, trackers
+from tpu_demo.config.checks import trackers
 from tpu_demo.config.load import parse_all, parse_data, parse_launch
 from tpu_demo.errors import FineTuneError
 from tpu_demo.runtime.spmd import Spmd
@@ -42,8 +42,6 @@ def make_accelerator(raw):
     )
     if not spmd:
         refuse_unsharded(accelerator, launch.sharding)
-    if accelerator.distributed_type == DistributedType.XLA:
-        refuse_xla_conflicts(raw)
     # What `accelerate launch --mixed_precision` exports; set here too so a direct run agrees with the Accelerator.
     os.environ["ACCELERATE_MIXED_PRECISION"] = accelerator.mixed_precision
     config = parse_all(raw)

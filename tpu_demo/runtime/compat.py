@@ -48,6 +48,9 @@ def enable_activation_checkpointing(model) -> None:
 
 
 def checkpoints_activations(model) -> bool:
+    """transformers' flag, or torch_xla's `checkpoint_module` on its layers (which keeps their own forward aside)."""
+    if any(hasattr(module, "_xla_checkpointed_forward_original") for module in model.modules()):
+        return True
     checkpointing = getattr(model, "is_activation_checkpointing", None)
     return model.is_gradient_checkpointing if checkpointing is None else checkpointing
 

@@ -23,7 +23,7 @@ from tpu_demo.data.training_set import training_data
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.sample_health import data_seconds_per_char
 from tpu_demo.evaluation.samples import sample_writer
-from tpu_demo.model.dia import build_model, register_static_mask_attention
+from tpu_demo.model.dia import build_model, checkpoint_layers_on_xla, register_static_mask_attention
 from tpu_demo.model.lora import with_lora
 from tpu_demo.model.processor import save_processor
 from tpu_demo.runtime.accelerator import ComputeDtype, expose_xla_loader_dataset, forward_precision, make_accelerator
@@ -76,8 +76,11 @@ class Progress:
 
 def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, loss_fn):
     """One micro-batch; accelerate decides when gradients sync and the optimizer really steps."""
-    with accelerator.accumulate(model), forward_precision(accelerator):
-        loss = loss_fn.batch_loss(model, batch)
+    with accelerator.accumulate(model):
+        with forward_precision(accelerator):
+            loss = loss_fn.batch_loss(model, batch)
+        # outside autocast, as torch advises: its cache would give a checkpointed layer's recompute the weight casts
+        # its no-grad forward made, which carry no gradient
         accelerator.backward(loss)
         grad_norm = None
         if accelerator.sync_gradients:
@@ -152,7 +155,10 @@ class DiaFineTune:
         attention = register_static_mask_attention() if self.on_xla else None
         model = build_model(config.model, attn_implementation=attention)
         if asks_activation_checkpointing(config.training):
-            enable_activation_checkpointing(model)
+            if self.on_xla:
+                checkpoint_layers_on_xla(model)
+            else:
+                enable_activation_checkpointing(model)
         self.model = with_lora(accelerator, model, config.lora, config.model)
         if self.spmd:
             self.model = self.spmd.shard_model(self.model, accelerator.device)
