@@ -43,7 +43,8 @@ def launch_arguments(distributed_type, launch=None):
 
     launch = launch or LaunchArguments()
     env, num_processes = {}, launch.num_processes
-    cmd = ["--num_machines", str(launch.num_machines), "--mixed_precision", launch.mixed_precision]
+    machines = 1 if distributed_type == "XLA" else launch.num_machines  # each host of a pod slice launches alone
+    cmd = ["--num_machines", str(machines), "--mixed_precision", launch.mixed_precision]
     cmd += ["--dynamo_backend", "no"]
     if distributed_type in ("MULTI_CPU", "MULTI_GPU"):
         # accelerate takes one of --multi_gpu and --use_fsdp; checkpoints of a sharded run stay sharded (each process
@@ -71,11 +72,12 @@ def launch_arguments(distributed_type, launch=None):
 
 def accelerate_command(config, overrides=()):
     """The `accelerate launch` arguments for `config`, and the environment variables to set for it."""
-    return launch_plan(config, overrides)[1:]
+    return launch_plan(config, overrides)[2:]
 
 
 def launch_plan(config, overrides=()):
-    """The distributed type the run gets, and `accelerate_command`'s arguments and environment variables."""
+    """The distributed type the run gets, the launch settings, and `accelerate_command`'s arguments and environment
+    variables."""
     raw = load_raw(config, overrides)
     check_config(raw)  # here, not in every process after the launch
     launch = parse_launch(raw)
@@ -84,7 +86,7 @@ def launch_plan(config, overrides=()):
         distributed_type = detect_distributed_type(launch)
     refuse_launch_conflicts(launch, distributed_type, accelerate_version())
     cmd, env = launch_arguments(distributed_type, launch)
-    return distributed_type, [*cmd, "-m", "tpu_demo.train", str(config), *overrides], env
+    return distributed_type, launch, [*cmd, "-m", "tpu_demo.train", str(config), *overrides], env
 
 
 def accelerate_version() -> str:
@@ -114,15 +116,21 @@ def run_accelerate_launch(cmd, env) -> int:
     return 0
 
 
-def pod_slice_command(argv=None) -> str:
-    """Every host of a TPU pod slice runs the same launch; PJRT finds the others and the mesh spans them all."""
+def xla_plan(hosts: int, argv=None) -> list[str]:
+    """What runs where on XLA: one process per host; on a pod slice, the same command on every host (by `gcloud`,
+    one host at a time or all at once)."""
+    if hosts == 1:
+        return ["XLA: one process on this host, for all of its devices"]
     args = [arg for arg in (sys.argv[1:] if argv is None else argv) if arg != "--dry-run"]
     launch = shlex.join(["python", "-m", "tpu_demo.launch", *args])
-    command = f"cd {shlex.quote(os.getcwd())} && {launch}"
-    return (
-        "on a pod slice, every host runs this same command: gcloud compute tpus tpu-vm ssh TPU_NAME --zone ZONE "
-        f"--worker=all --command {shlex.quote(command)}"
-    )
+    command = shlex.quote(f"cd {shlex.quote(os.getcwd())} && {launch}")
+    ssh = "gcloud compute tpus tpu-vm ssh TPU_NAME --zone ZONE"
+    return [
+        f"XLA pod slice of {hosts} hosts: every host runs the same command, one process for all of its devices; "
+        "PJRT joins them and the mesh spans every chip. Per host, or all at once:",
+        *(f"host {host}: {ssh} --worker={host} --command {command}" for host in range(hosts)),
+        f"all hosts: {ssh} --worker=all --command {command}",
+    ]
 
 
 def main(argv=None) -> int:
@@ -131,11 +139,12 @@ def main(argv=None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     args = parser.parse_args(argv)
     try:
-        distributed_type, cmd, env = launch_plan(args.config, args.overrides)
+        distributed_type, launch, cmd, env = launch_plan(args.config, args.overrides)
     except FineTuneError as error:
         fail(error)
     if distributed_type == "XLA":
-        say(f"XLA: one process on this host drives all its devices (SPMD); {pod_slice_command(argv)}")
+        for line in xla_plan(launch.num_machines, argv):
+            say(line)
     print("+ " + shlex.join([*(f"{k}={v}" for k, v in env.items()), "accelerate", "launch", *cmd]), flush=True)
     if args.dry_run:
         return 0

@@ -144,7 +144,8 @@ def test_sharding_on_xla_launches_one_process_per_host():
         env=launch_env(), cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "(SPMD)" in result.stdout and "--num_processes 1 " in result.stdout and "--use_fsdp" not in result.stdout
+    assert "tpu_demo: XLA: one process on this host" in result.stdout and "--num_processes 1 " in result.stdout
+    assert "--use_fsdp" not in result.stdout
 
 
 def test_sharding_asked_in_the_config_but_not_set_up_is_refused(tmp_path):

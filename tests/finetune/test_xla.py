@@ -122,14 +122,55 @@ def test_use_torch_xla_off_is_read_as_accelerate_reads_it(value):
     cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), "--dry-run"]
     result = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "--num_processes 1" in result.stdout and "SPMD" not in result.stdout
+    assert "--num_processes 1" in result.stdout and "tpu_demo: XLA" not in result.stdout
 
 
 @require_xla
-def test_xla_launch_says_how_a_pod_slice_runs_it():
-    cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), "sharding=fsdp", "--dry-run"]
-    result = subprocess.run(cmd, env=launch_env(PJRT_DEVICE="TPU"), cwd=ROOT, capture_output=True, text=True)
+def test_xla_launch_on_one_host_is_one_process_for_all_its_devices():
+    result = dry_run("sharding=fsdp", env=launch_env(PJRT_DEVICE="TPU"))
     assert result.returncode == 0, result.stderr
-    plan = result.stdout.splitlines()[0]
-    assert "one process on this host drives all its devices (SPMD)" in plan and "--worker=all" in plan
-    assert plan.endswith(f"python -m tpu_demo.launch {CONFIG} sharding=fsdp'")  # without --dry-run
+    plan, command = result.stdout.splitlines()
+    assert plan == "tpu_demo: XLA: one process on this host, for all of its devices"
+    assert "--num_machines 1 " in command and "--num_processes 1 " in command
+
+
+@require_xla
+def test_pod_slice_dry_run_prints_each_hosts_command():
+    result = dry_run("num_machines=4", "sharding=fsdp", env=launch_env(PJRT_DEVICE="TPU"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("tpu_demo: XLA pod slice of 4 hosts: every host runs the same command")
+    hosts = [line for line in lines if "--worker=" in line]
+    assert [line.split("--worker=")[1].split()[0] for line in hosts] == ["0", "1", "2", "3", "all"]
+    # without --dry-run; each host's accelerate launch is one process, PJRT joins the hosts
+    assert all(line.endswith(f"python -m tpu_demo.launch {CONFIG} num_machines=4 sharding=fsdp'") for line in hosts)
+    assert "--num_machines 1 " in lines[-1] and "--num_processes 1 " in lines[-1]
+
+
+@require_xla
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (["num_machines=2", "machine_rank=1"], "tpu_demo: machine_rank: not on XLA"),
+        (["num_machines=2", "main_process_ip=10.0.0.1"], "tpu_demo: main_process_ip: not on XLA"),
+    ],
+)
+def test_settings_pjrt_decides_are_refused_on_xla(settings, message):
+    result = dry_run(*settings, env=launch_env(PJRT_DEVICE="TPU"))
+    assert result.returncode == 1 and result.stderr.startswith(message), result
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@require_xla
+@require_dia
+def test_a_pod_slice_missing_hosts_is_refused_before_the_model_is_built(tmp_path):
+    out = tmp_path / "run"
+    result = run_demo(out, "num_machines=2", "max_steps=1")
+    assert result.returncode == 1
+    assert "tpu_demo: num_machines: 2 hosts, but the XLA runtime joined 1" in result.stderr, result.stderr[-2000:]
+    assert not (out / "metrics.jsonl").exists()
+
+
+def dry_run(*settings, env):
+    cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings, "--dry-run"]
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)

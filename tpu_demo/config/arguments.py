@@ -30,7 +30,11 @@ class LaunchArguments(CheckedChoices):
     )
     num_processes: int = field(default=1, metadata={"help": "processes per machine"})
     num_machines: int = field(
-        default=1, metadata={"help": "machines; each runs the same launch with its own machine_rank (not on TPU pods)"}
+        default=1,
+        metadata={
+            "help": "machines, each running the same launch with its own machine_rank; on XLA, the hosts of a TPU "
+            "pod slice, each running the same launch (PJRT joins and numbers them)"
+        },
     )
     machine_rank: int = field(
         default=0, metadata={"help": "this machine's rank, 0 (at main_process_ip) to num_machines - 1"}
@@ -62,10 +66,6 @@ class LaunchArguments(CheckedChoices):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.num_machines > 1 and not self.main_process_ip:
-            raise FineTuneError(
-                f"num_machines: {self.num_machines} machines need main_process_ip (the address of machine 0)"
-            )
         if not 0 <= self.machine_rank < self.num_machines:
             raise FineTuneError(f"machine_rank: {self.machine_rank} is not in 0..{self.num_machines - 1}")
 

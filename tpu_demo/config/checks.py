@@ -103,10 +103,22 @@ def refuse_lora_conflicts(lora, config: FineTuneConfig) -> None:
 
 def refuse_launch_conflicts(launch, distributed_type: str, accelerate_version: str) -> None:
     """The launch plan against the machine: `distributed_type` is the config's, or what `auto` found here."""
-    if launch.num_machines > 1 and distributed_type not in ("MULTI_CPU", "MULTI_GPU"):
+    if launch.num_machines > 1 and distributed_type not in ("MULTI_CPU", "MULTI_GPU", "XLA"):
         raise FineTuneError(
-            f"num_machines: {launch.num_machines} machines need distributed_type MULTI_GPU or MULTI_CPU (a TPU pod "
-            f"slice runs the same launch on every host with num_machines 1), not {distributed_type}"
+            f"num_machines: {launch.num_machines} machines need distributed_type MULTI_GPU, MULTI_CPU or XLA (the "
+            f"hosts of a TPU pod slice), not {distributed_type}"
+        )
+    if distributed_type == "XLA":
+        given = {"machine_rank": 0, "main_process_ip": None, "rdzv_backend": "static"}
+        changed = [key for key, default in given.items() if getattr(launch, key) != default]
+        if changed:
+            raise FineTuneError(
+                f"{changed[0]}: not on XLA: PJRT joins and numbers a pod slice's hosts; every host runs the same "
+                "command"
+            )
+    elif launch.num_machines > 1 and not launch.main_process_ip:
+        raise FineTuneError(
+            f"num_machines: {launch.num_machines} machines need main_process_ip (the address of machine 0)"
         )
     if launch.sharding == "fsdp" and distributed_type not in ("MULTI_GPU", "XLA"):
         found = " (what `auto` found here)" if launch.distributed_type == "auto" else ""

@@ -33,7 +33,7 @@ def make_accelerator(raw):
     """The Accelerator, the parsed config (`FineTuneConfig`) and the `Spmd` of this process (None unless it runs on an
     XLA host with several devices, or sharded on XLA), the Accelerator following the config's settings."""
     launch = parse_launch(raw)
-    spmd = Spmd(launch.sharding) if spmd_wanted(launch.sharding) else None
+    spmd = Spmd(launch) if spmd_wanted(launch) else None
     accelerator = Accelerator(
         mixed_precision=launch.mixed_precision,
         dataloader_config=DataLoaderConfiguration(

@@ -17,30 +17,38 @@ does everywhere (loaders, mixed precision, gradient accumulation, `save_state`/`
 import numpy as np
 import torch
 
+from tpu_demo.errors import FineTuneError
+
 AXIS = "fsdp"
 
 
-def wanted(sharding: str) -> bool:
-    """Whether this process runs SPMD; asks the XLA runtime, so call it in the training process only."""
+def wanted(launch) -> bool:
+    """Whether this process runs SPMD (`launch`: the config's `LaunchArguments`); asks the XLA runtime, so call it in
+    the training process only."""
     from accelerate.utils import is_torch_xla_available
 
     if not is_torch_xla_available():
         return False
     import torch_xla.runtime as xr
 
-    return sharding == "fsdp" or xr.global_runtime_device_count() > 1
+    return launch.sharding == "fsdp" or launch.num_machines > 1 or xr.global_runtime_device_count() > 1
 
 
 class Spmd:
-    def __init__(self, sharding: str):
+    def __init__(self, launch):
         import torch_xla.distributed.spmd as xs
         import torch_xla.runtime as xr
 
         xr.use_spmd()  # before the Accelerator puts anything on the device
+        if xr.process_count() != launch.num_machines:
+            raise FineTuneError(
+                f"num_machines: {launch.num_machines} hosts, but the XLA runtime joined {xr.process_count()}: every "
+                "host of the slice runs the same command (`tpu_demo.launch --dry-run` prints it)"
+            )
         read_shards_on_host()
         self.devices = xr.global_runtime_device_count()
         self.mesh = xs.Mesh(np.arange(self.devices), (self.devices,), (AXIS,))
-        self.sharded = sharding == "fsdp"
+        self.sharded = launch.sharding == "fsdp"
 
     def shard_model(self, model, device) -> torch.nn.Module:
         """The model on `device`; with `sharding: fsdp`, its weights sharded and each layer a unit."""
