@@ -95,12 +95,18 @@ def peak() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def optimizer_settings(optim: str):
+    """What `make_optimizer` reads of TrainingArguments: the 1.6B config's learning rate, the defaults otherwise."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(optim=optim, learning_rate=1e-5, weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.999,
+                           adam_epsilon=1e-8)  # fmt: skip
+
+
 def memory_step(mode: str, layers: tuple, shape: tuple, attention: str | None = None) -> dict:
     """One training step (forward with the config's loss, backward, clipping, optimizer step) as `train_step` runs it.
     Bytes over the process's own RSS before the model is built: the peak of each phase, the RSS after the forward
     (what it keeps for the backward), and the exact bytes of weights, gradients and optimizer state."""
-    from types import SimpleNamespace
-
     from accelerate.utils import DistributedType
     from transformers import DiaForConditionalGeneration
 
@@ -124,9 +130,7 @@ def memory_step(mode: str, layers: tuple, shape: tuple, attention: str | None = 
     if lora:  # the recipe's wrap; rank 16 (the config sets none), the default targets q/k/v/o_proj
         model = wrap(model, LoraArguments(lora_r=16), "nari-labs/Dia-1.6B-0626")
     model.train()
-    args = SimpleNamespace(optim=optim, learning_rate=1e-5, weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.999,
-                           adam_epsilon=1e-8)  # fmt: skip
-    optimizer = make_optimizer(args, model, DistributedType.NO)
+    optimizer = make_optimizer(optimizer_settings(optim), model, DistributedType.NO)
     init_optimizer_state(optimizer)  # as the recipe: AdamW's moments exist before the first forward
     start, held = time.perf_counter(), rss() - before
     restart_peak()

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.memory import GB, along, config_shape, full_layers, memory_batch
+from benchmarks.memory import GB, along, config_shape, full_layers, memory_batch, optimizer_settings
 
 MODES = {  # name: activation checkpointing
     "fp32 AdamW, bf16 autocast": False,
@@ -38,8 +38,6 @@ def step_bytes(dump: Path) -> int:
 
 def compile_step(mode: str, layers: tuple, shape: tuple) -> None:
     """Traces one step under SPMD `sharding: fsdp` as the recipe does and compiles it (the dump gets its HLO)."""
-    from types import SimpleNamespace
-
     import torch
     import torch_xla
     import torch_xla.core.xla_model as xm
@@ -47,21 +45,20 @@ def compile_step(mode: str, layers: tuple, shape: tuple) -> None:
     from accelerate.utils import DistributedType
     from transformers import DiaForConditionalGeneration
 
+    from tpu_demo.config.arguments import LaunchArguments
     from tpu_demo.model.dia import checkpoint_layers_on_xla, dia_1_6b_config, register_static_mask_attention
     from tpu_demo.runtime.spmd import Spmd, batch_axis
     from tpu_demo.training.loss import CodebookLoss
     from tpu_demo.training.optimization import init_optimizer_state, make_optimizer
 
     torch.manual_seed(0)
-    spmd = Spmd(SimpleNamespace(sharding="fsdp", num_machines=1))
+    spmd = Spmd(LaunchArguments(sharding="fsdp"))
     config = dia_1_6b_config(*layers)
     model = DiaForConditionalGeneration._from_config(config, attn_implementation=register_static_mask_attention())
     if MODES[mode]:
         checkpoint_layers_on_xla(model)
     model = spmd.shard_model(model.train(), torch_xla.device())
-    args = SimpleNamespace(optim="adamw_torch", learning_rate=1e-5, weight_decay=0.0, adam_beta1=0.9,
-                           adam_beta2=0.999, adam_epsilon=1e-8)  # fmt: skip
-    optimizer = make_optimizer(args, model, DistributedType.XLA)
+    optimizer = make_optimizer(optimizer_settings("adamw_torch"), model, DistributedType.XLA)
     init_optimizer_state(optimizer)
     spmd.shard_optimizer_state(optimizer)
     batch_size, text, frames = shape

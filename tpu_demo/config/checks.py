@@ -109,8 +109,9 @@ def refuse_launch_conflicts(launch, distributed_type: str, accelerate_version: s
             f"hosts of a TPU pod slice), not {distributed_type}"
         )
     if distributed_type == "XLA":
-        given = {"machine_rank": 0, "main_process_ip": None, "rdzv_backend": "static"}
-        changed = [key for key, default in given.items() if getattr(launch, key) != default]
+        fields = {f.name: f for f in dataclasses.fields(launch)}
+        pjrt_decides = ("machine_rank", "main_process_ip", "rdzv_backend")
+        changed = [key for key in pjrt_decides if not is_default(fields[key], getattr(launch, key))]
         if changed:
             raise FineTuneError(
                 f"{changed[0]}: not on XLA: PJRT joins and numbers a pod slice's hosts; every host runs the same "

@@ -125,16 +125,21 @@ def register_static_mask_attention() -> str:
     return STATIC_MASK_ATTENTION
 
 
+def dia_layers(model) -> list[torch.nn.Module]:
+    """The model's encoder and decoder layers: the units sharding and activation checkpointing work by."""
+    from transformers.models.dia.modeling_dia import DiaDecoderLayer, DiaEncoderLayer
+
+    return [m for m in model.modules() if isinstance(m, (DiaEncoderLayer, DiaDecoderLayer))]
+
+
 def checkpoint_layers_on_xla(model) -> None:
     """Activation checkpointing of every Dia encoder and decoder layer on XLA, where torch's checkpoint looks for a
     `torch.xla` module. torch_xla's `checkpoint_module` passes a layer's keyword arguments to its (reentrant)
     checkpoint positionally, so the gradient a decoder layer sends to the encoder's output is kept."""
     from torch_xla.distributed.fsdp import checkpoint_module
-    from transformers.models.dia.modeling_dia import DiaDecoderLayer, DiaEncoderLayer
 
-    for layer in model.modules():
-        if isinstance(layer, (DiaEncoderLayer, DiaDecoderLayer)):
-            checkpoint_module(layer)
+    for layer in dia_layers(model):
+        checkpoint_module(layer)
 
 
 def build_model(model_args, attn_implementation=None) -> DiaForConditionalGeneration:

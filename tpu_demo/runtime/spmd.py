@@ -53,17 +53,17 @@ class Spmd:
     def shard_model(self, model, device) -> torch.nn.Module:
         """The model on `device`; with `sharding: fsdp`, its weights sharded and each layer a unit."""
         import torch_xla.distributed.spmd as xs
-        from transformers.models.dia.modeling_dia import DiaDecoderLayer, DiaEncoderLayer
+
+        from tpu_demo.model.dia import dia_layers
 
         model = model.to(device)
         if not self.sharded:
             return model
         for param in model.parameters():
             self._shard_like_weight(param, param)
-        for layer in model.modules():
-            if isinstance(layer, (DiaEncoderLayer, DiaDecoderLayer)):
-                xs.apply_backward_optimization_barrier(layer)
-                layer.register_forward_hook(lambda module, args, output: self._shard_hidden_states(output))
+        for layer in dia_layers(model):
+            xs.apply_backward_optimization_barrier(layer)
+            layer.register_forward_hook(lambda module, args, output: self._shard_hidden_states(output))
         return model
 
     def shard_optimizer_state(self, optimizer) -> None:
