@@ -129,3 +129,21 @@ def tiny_asr(folder) -> Path:
     torch.manual_seed(0)
     Wav2Vec2ForCTC(config).save_pretrained(folder)
     return folder
+
+
+def tiny_speaker_model(folder) -> Path:
+    """A random WavLM x-vector speaker-verification model (16 kHz), saved as a user's `eval_speaker_model` folder: its
+    embeddings tell no speakers apart, which is all the plumbing and the arithmetic need."""
+    from transformers import Wav2Vec2FeatureExtractor, WavLMConfig, WavLMForXVector
+
+    folder = Path(folder)
+    Wav2Vec2FeatureExtractor(sampling_rate=16000, do_normalize=True).save_pretrained(folder)
+    config = WavLMConfig(
+        hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, conv_dim=(8, 8),
+        conv_stride=(5, 4), conv_kernel=(10, 8), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
+        tdnn_dim=(8, 8, 8, 8, 16), tdnn_kernel=(5, 3, 3, 1, 1), tdnn_dilation=(1, 2, 3, 1, 1), xvector_output_dim=8,
+        num_buckets=16, max_bucket_distance=32,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    WavLMForXVector(config).save_pretrained(folder)
+    return folder

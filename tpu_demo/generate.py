@@ -2,6 +2,7 @@
 
     python -m tpu_demo.generate outputs/dia-tiny/final "[S1] Hello there." --out hello.wav
     python -m tpu_demo.generate DIR "[S1] More." --audio_prompt me.wav --audio_prompt_text "[S1] What I say in it."
+    python -m tpu_demo.generate DIR "[S1] Me?" --speaker_model wavlm-base-plus-sv --reference me.wav --reference 2.wav
 
 Runs on the best local device as accelerate picks it (CPU or GPU); on a TPU/XLA machine on its host CPU.
 """
@@ -93,6 +94,14 @@ def main(argv=None) -> int:
     parser.add_argument("--audio_prompt", help="a clip whose voice the audio continues")
     parser.add_argument("--audio_prompt_text", help="the transcript of --audio_prompt (required with it)")
     parser.add_argument(
+        "--speaker_model",
+        help="a speaker-verification (x-vector) model folder, as eval_speaker_model: each WAV's speaker similarity to "
+        "the --reference clips is printed",
+    )
+    parser.add_argument(
+        "--reference", action="append", help="a clip of the voice to compare with (repeat it; default: --audio_prompt)"
+    )
+    parser.add_argument(
         "--max_new_tokens",
         type=positive,
         default=1720,
@@ -108,8 +117,9 @@ def main(argv=None) -> int:
         written = generate(args)
     except FineTuneError as error:
         fail(error)
-    for path, seconds, problems in written:
-        print(f"{path} ({seconds:.2f} s)")
+    for path, seconds, problems, similarity in written:
+        voice = "" if similarity is None else f", speaker similarity {similarity:.3f}"
+        print(f"{path} ({seconds:.2f} s{voice})")
         if problems:  # what a listener would notice, said before anyone has to listen
             say(f"warning: {path} looks broken: {'; '.join(problems)}", file=sys.stderr)
     return 0
@@ -127,7 +137,28 @@ def training_seconds_per_char(model_dir: Path):
     return None
 
 
-def generate(args) -> list[tuple[Path, float, list[str]]]:
+def reference_voices(args):
+    """`Voices` with the reference clips' voice (one speaker), or None without `--speaker_model`."""
+    from tpu_demo.data.audio import load_audio
+    from tpu_demo.evaluation.voice import Voices
+
+    references = args.reference or ([args.audio_prompt] if args.audio_prompt else [])
+    if not args.speaker_model:
+        if args.reference:
+            raise FineTuneError("--reference: set, but there is no --speaker_model to compare voices with")
+        return None
+    if not references:
+        raise FineTuneError("--speaker_model: needs --reference clips (or an --audio_prompt) of the voice to compare")
+    missing = [clip for clip in references if not Path(clip).is_file()]
+    if missing:
+        raise FineTuneError(f"--reference {missing[0]} does not exist")
+    voices = Voices(args.speaker_model)
+    rate = voices.extractor.sampling_rate
+    voices.add_references([(None, load_audio(clip, rate)[0], rate) for clip in references])
+    return voices
+
+
+def generate(args) -> list[tuple[Path, float, list[str], float | None]]:
     from tpu_demo.data.audio import load_audio
 
     model_dir = Path(args.model_dir)
@@ -141,6 +172,7 @@ def generate(args) -> list[tuple[Path, float, list[str]]]:
         raise FineTuneError(
             f"{model_dir} is a run's output folder: give {model_dir / 'final'} or one of its checkpoints"
         )
+    voices = reference_voices(args)  # before the model: a wrong clip is told at once
     processor = find_processor(model_dir, args.processor)
     model = load_model(model_dir, args.base_model).to(generation_device())
     texts = check_prompts(args.texts, processor.tokenizer, model.config.encoder_config.max_position_embeddings)
@@ -158,7 +190,8 @@ def generate(args) -> list[tuple[Path, float, list[str]]]:
     written = []
     for path, (clip, health) in zip(output_paths(Path(args.out), len(texts)), results, strict=True):
         write_wav(path, clip, rate)
-        written.append((path, len(clip) / rate, health["problems"]))
+        similarity = voices.similarity(clip, rate) if voices else None
+        written.append((path, len(clip) / rate, health["problems"], similarity))
     return written
 
 

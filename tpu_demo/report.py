@@ -19,8 +19,10 @@ from tpu_demo.training.outputs import sample_path
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 CURVES = (("loss", "training loss"), ("eval_loss", "evaluation loss"), ("eval_cer", "held-out CER"),
-          ("eval_wer", "held-out WER"))  # fmt: skip
-HEALTH_COLUMNS = ("eos", "duration_s", "seconds_per_char", "silence_share", "rms", "longest_repeat_s", "cer", "wer")
+          ("eval_wer", "held-out WER"), ("eval_speaker_similarity", "held-out speaker similarity"),
+          ("eval_voice_stability", "voice stability over takes"))  # fmt: skip
+HEALTH_COLUMNS = ("eos", "duration_s", "seconds_per_char", "silence_share", "rms", "longest_repeat_s", "cer", "wer",
+                  "speaker_similarity")  # fmt: skip
 WIDTH, HEIGHT, MARGIN = 560, 220, 40
 
 
@@ -130,7 +132,8 @@ def sample_table(run: Run, page_dir: Path) -> str:
 
 
 def summary_table(runs: list[Run]) -> str:
-    keys = ("steps", "interrupted", "stopped_early", "first_loss", "last_loss", "eval_loss", "best_step", "device",
+    keys = ("steps", "interrupted", "stopped_early", "first_loss", "last_loss", "eval_loss", "eval_speaker_similarity",
+            "eval_voice_stability", "best_step", "device",
             "mixed_precision", "train_samples_per_second", "transformers", "data")  # fmt: skip
     head = "<tr><th>run</th>" + "".join(f"<th>{key}</th>" for key in keys) + "</tr>"
     rows = [

@@ -17,6 +17,16 @@ CONFLICTS = [
     (["metric_for_best_model=cer"], "metric_for_best_model: 'cer' is not a metric the evaluation reports (loss)"),
     (["eval_asr_samples=2"], "eval_asr_samples: set, but there is no eval_asr_model"),
     (["eval_asr_model=/nowhere/asr"], "eval_asr_model: needs `codec`"),
+    (["eval_speaker_model=/nowhere/sv"], "eval_speaker_model: needs `codec`"),
+    (["eval_voice_takes=4"], "eval_voice_takes: set, but there is no eval_speaker_model"),
+    (
+        ["eval_speaker_model=sv", "codec=dac", "eval_samples=0", "eval_strategy=no"],
+        "eval_speaker_model: needs held-out recordings (eval_samples: 0)",
+    ),
+    (
+        ["eval_speaker_model=sv", "codec=dac", "eval_voice_takes=1", "metric_for_best_model=voice_stability"],
+        "metric_for_best_model: 'voice_stability' is not a metric the evaluation reports (loss, speaker_similarity)",
+    ),
     (["sample_every=5"], "sample_every: set, but there are no sample_prompts"),
     (["sample_prompts=[hi]"], "sample_prompts: needs `codec`"),
     (["lora_alpha=4"], "lora_alpha: set, but lora_r is 0"),

@@ -18,6 +18,7 @@ from tests.demo_utils import (
     summary,
     tiny_asr,
     tiny_codec,
+    tiny_speaker_model,
 )
 from tests.testing_utils import ROOT, launch_env, require_dia, require_xla
 
@@ -62,6 +63,7 @@ def test_sharded_run_resumes_exactly_and_its_outputs_load_whole(tmp_path):
         *RUN, "per_device_train_batch_size=2", "sharding=fsdp",
         f"codec={tiny_codec(tmp_path / 'codec')}", 'sample_prompts=["[S1] Hello."]', "sample_every=4",
         f"eval_asr_model={tiny_asr(tmp_path / 'asr')}", "eval_asr_samples=2", "load_best_model_at_end=true",
+        f"eval_speaker_model={tiny_speaker_model(tmp_path / 'sv')}",
     ]  # fmt: skip
     assert_ok(run_demo(straight, *settings, env=FOUR_DEVICES))
     assert_ok(run_demo(resumed, *settings, "stop_after_steps=6", env=FOUR_DEVICES))
@@ -70,8 +72,11 @@ def test_sharded_run_resumes_exactly_and_its_outputs_load_whole(tmp_path):
     assert losses_by_step(resumed) == losses_by_step(straight)
     assert eval_losses(resumed) == eval_losses(straight)
     # what the recogniser heard of the held-out texts spoken at each evaluation, before and after the interruption
-    heard = [{m["step"]: m["eval_cer"] for m in metrics(out) if "eval_cer" in m} for out in (straight, resumed)]
+    runs = (straight, resumed)
+    heard = [{m["step"]: m["eval_cer"] for m in metrics(out) if "eval_cer" in m} for out in runs]
     assert sorted(heard[0]) == [4, 8, 12] and heard[1] == heard[0]
+    similar = [[m.get("eval_speaker_similarity") for m in metrics(out) if "eval_loss" in m] for out in runs]
+    assert None not in similar[0] and similar[1] == similar[0]
     assert_same_weights(straight / "final", resumed / "final")
     final = summary(straight)
     assert final["samples"] == ["samples/step-4", "samples/step-8", "samples/step-12"]

@@ -218,11 +218,30 @@ class EvaluationArguments:
         },
     )
     eval_asr_samples: int = field(
-        default=4, metadata={"help": "held-out texts each evaluation speaks and transcribes (eval_asr_model); 0: none"}
+        default=4,
+        metadata={
+            "help": "held-out texts each evaluation speaks, to transcribe (eval_asr_model) and to compare voices "
+            "(eval_speaker_model); 0: none"
+        },
+    )
+    eval_speaker_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "a transformers speaker-verification (x-vector) model, folder or hub id (e.g. a WavLM "
+            "ForXVector): the speaker similarity of samples to the held-out recordings of their speaker is logged; "
+            "evaluations add eval_speaker_similarity and eval_voice_stability. Needs `codec` and eval_samples"
+        },
+    )
+    eval_voice_takes: int = field(
+        default=3,
+        metadata={
+            "help": "times the first held-out text is spoken (independent draws) for eval_voice_stability: the mean "
+            "speaker similarity of every pair of takes (eval_speaker_model); below 2: not measured"
+        },
     )
 
     def __post_init__(self):
-        for name in ("early_stopping_patience", "early_stopping_threshold", "eval_asr_samples"):
+        for name in ("early_stopping_patience", "early_stopping_threshold", "eval_asr_samples", "eval_voice_takes"):
             if getattr(self, name) < 0:
                 raise FineTuneError(f"{name}: {getattr(self, name)} is negative")
 

@@ -56,10 +56,19 @@ def check_config(raw: dict) -> None:
         raise FineTuneError("early_stopping_patience: needs evaluations (eval_strategy: steps or epoch)")
     if evaluation.early_stopping_threshold and not evaluation.early_stopping_patience:
         raise FineTuneError("early_stopping_threshold: set, but early_stopping_patience is 0")
-    if "eval_asr_samples" in raw and not evaluation.eval_asr_model:
-        raise FineTuneError("eval_asr_samples: set, but there is no eval_asr_model to transcribe with")
-    if evaluation.eval_asr_model and not data.codec:
-        raise FineTuneError("eval_asr_model: needs `codec` (the DacModel that turns generated codes into audio)")
+    if "eval_asr_samples" in raw and not (evaluation.eval_asr_model or evaluation.eval_speaker_model):
+        raise FineTuneError(
+            "eval_asr_samples: set, but there is no eval_asr_model or eval_speaker_model to score with"
+        )
+    if "eval_voice_takes" in raw and not evaluation.eval_speaker_model:
+        raise FineTuneError("eval_voice_takes: set, but there is no eval_speaker_model to compare voices with")
+    for key in ("eval_asr_model", "eval_speaker_model"):
+        if getattr(evaluation, key) and not data.codec:
+            raise FineTuneError(f"{key}: needs `codec` (the DacModel that turns generated codes into audio)")
+    if evaluation.eval_speaker_model and not data.eval_samples:
+        raise FineTuneError(
+            "eval_speaker_model: needs held-out recordings (eval_samples: 0): they are the reference voices"
+        )
     metric, reported = best_model_metric(config), reported_metrics(config)
     if metric and (metric if metric.startswith("eval_") else f"eval_{metric}") not in reported:
         names = ", ".join(name.removeprefix("eval_") for name in reported)
@@ -179,14 +188,20 @@ def best_model_metric(config) -> str | None:
     return config.training.metric_for_best_model or ("loss" if config.evaluation.early_stopping_patience else None)
 
 
-def asr_on_held_out(config) -> bool:
+def spoken_held_out(config) -> bool:
+    """Whether evaluations speak held-out texts: to transcribe them, or to compare their voices."""
     evaluation = config.evaluation
-    return bool(evaluation.eval_asr_model and evaluation.eval_asr_samples and config.data.eval_samples)
+    scorer = evaluation.eval_asr_model or evaluation.eval_speaker_model
+    return bool(scorer and evaluation.eval_asr_samples and config.data.eval_samples)
 
 
 def reported_metrics(config) -> list[str]:
-    """What an evaluation reports: the loss, and the error rates where held-out texts are transcribed."""
-    return ["eval_loss"] + (["eval_cer", "eval_wer"] if asr_on_held_out(config) else [])
+    """What an evaluation reports: the loss; the error rates and the voice figures where held-out texts are spoken."""
+    evaluation, spoken = config.evaluation, spoken_held_out(config)
+    rates = ["eval_cer", "eval_wer"] if spoken and evaluation.eval_asr_model else []
+    voice = ["eval_speaker_similarity"] if spoken and evaluation.eval_speaker_model else []
+    stability = ["eval_voice_stability"] if voice and evaluation.eval_voice_takes >= 2 else []
+    return ["eval_loss", *rates, *voice, *stability]
 
 
 def trackers(report_to) -> list[str]:

@@ -3,8 +3,8 @@
 Manifests in the layouts users have are read by `tpu_demo.data.layouts`. A `datasets` folder written by `save_to_disk`
 (an `Audio` column `audio` and a `text` column) works too; its audio is read from the stored bytes, never decoded by
 `datasets`. WAV, FLAC, MP3 and OGG at any rate, mono or stereo (downmixed), are resampled to the codec's rate (soxr)
-and encoded with a transformers `DacModel`. A `language` becomes a `[xx]` tag at the start of the text; `speaker` is
-kept for the user's own bookkeeping and not used in training.
+and encoded with a transformers `DacModel`. A `language` becomes a `[xx]` tag at the start of the text; `speaker`
+names whose voice `eval_speaker_model` compares samples with (it is not used in training).
 """
 
 import hashlib
@@ -144,7 +144,7 @@ class Codec:
 
 @dataclass
 class Prepared:
-    items: list[dict]  # {"file": cached codes, "text": prompt, "row": manifest row}
+    items: list[dict]  # {"file": cached codes, "text": prompt, "row": manifest row[, "speaker"][, "held_out"]}
     encoded: int = 0
     cached: int = 0
     truncated: list[int] = field(default_factory=list)
@@ -282,7 +282,8 @@ def prepare(
             result.truncated.append(row.row)
         # relative to the cache folder, which the dataset joins: the cache may be a relative path
         item = {"file": str(target.relative_to(cache_dir)), "text": row.prompt, "row": row.row}
-        result.items.append(item | ({"held_out": True} if row.held_out else {}))
+        item |= ({"held_out": True} if row.held_out else {}) | ({"speaker": row.speaker} if row.speaker else {})
+        result.items.append(item)
     if require_items and not result.items:
         raise FineTuneError(f"no sample left to train on ({result.summary()})")
     return result

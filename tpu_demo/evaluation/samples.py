@@ -186,7 +186,16 @@ class SampleWriter:
         self.host_model = None
         self.seconds_per_char = None  # the training data's range, for the health checks
         self.transcriber = None  # a Transcriber, with `eval_asr_model`
+        self.voices = None  # Voices, with `eval_speaker_model` (references: the main process's)
         self.health = []  # of the samples written last
+
+    def add_reference_voices(self, dataset, indices) -> None:
+        """The voices of the held-out recordings `indices` of `dataset`, decoded from their codes. Main process."""
+        rate = self.processor.feature_extractor.sampling_rate
+        clips = []
+        for i in indices:
+            clips.append((dataset.items[i].get("speaker"), decode(self.processor, dataset[i]["codes"]), rate))
+        self.voices.add_references(clips)
 
     def model_for_generation(self, accelerator, model):
         """The trained model (its base with adapters active, for LoRA); on XLA and under FSDP the host copy, refreshed.
@@ -211,22 +220,30 @@ class SampleWriter:
             unwrapped = self.host_model
         return unwrapped.get_base_model() if hasattr(unwrapped, "get_base_model") else unwrapped
 
-    def speak(self, accelerator, generator_model, texts, seed: int) -> list[tuple[torch.Tensor, dict]]:
-        """Each text's audio and health (with its transcript and error rates when there is a transcriber), generated
-        with its own random stream seeded `seed`. Main process only."""
+    def spoken(self, accelerator, generator_model, texts, seed: int) -> list[tuple[torch.Tensor, dict]]:
+        """Each text's audio and health, generated with its own random stream seeded `seed`. Main process only."""
         settings = generation_settings(generator_model, self.overrides)
         cuda = [accelerator.device.index or 0] if accelerator.device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
             torch.manual_seed(seed)
-            results = generate_checked(
+            return generate_checked(
                 generator_model, self.processor, texts, self.max_new_tokens, settings,
                 seconds_per_char=self.seconds_per_char,
             )  # fmt: skip
+
+    def speak(self, accelerator, generator_model, texts, seed: int, speakers=None) -> list[tuple[torch.Tensor, dict]]:
+        """`spoken`, with each text's transcript and error rates when there is a transcriber, and its similarity to
+        its speaker's voice (`speakers`, one per text; else the closest) when there are voices."""
+        results = self.spoken(accelerator, generator_model, texts, seed)
         if self.transcriber is not None:
             rate = self.processor.feature_extractor.sampling_rate
             for text, (clip, health) in zip(texts, results, strict=True):
                 health["transcript"] = self.transcriber(clip, rate)
                 health |= error_rates([text], [health["transcript"]])
+        if self.voices is not None:
+            rate = self.processor.feature_extractor.sampling_rate
+            for speaker, (clip, health) in zip(speakers or [None] * len(texts), results, strict=True):
+                health["speaker_similarity"] = self.voices.similarity(clip, rate, speaker)
         return results
 
     def write(self, accelerator, model, step: int) -> dict:
@@ -247,19 +264,28 @@ class SampleWriter:
         accelerator.wait_for_everyone()  # every process reaches it: the others wait here, not in a collective
         return metrics
 
-    def held_out_rates(self, accelerator, model, texts) -> dict:
-        """`eval_cer` and `eval_wer` of the model saying held-out texts, the same on every process (they decide the
-        best model and early stopping there)."""
+    def held_out_scores(self, accelerator, model, texts, speakers, voice_takes: int) -> dict:
+        """The model saying held-out texts (spoken by `speakers`): `eval_cer` and `eval_wer` with a transcriber;
+        `eval_speaker_similarity` (the mean) with voices, and `eval_voice_stability` of the first text spoken
+        `voice_takes` times (2 or more). The same on every process: they decide the best model and early stopping."""
         from accelerate.utils import broadcast_object_list
 
-        rates = [None]
+        scores = [{}]
         generator_model = self.model_for_generation(accelerator, model)
         if accelerator.is_main_process:
-            results = self.speak(accelerator, generator_model, texts, self.seed)
-            rates = [error_rates(texts, [health["transcript"] for _, health in results])]
+            results = self.speak(accelerator, generator_model, texts, self.seed, speakers)
+            if self.transcriber is not None:
+                scores[0] |= error_rates(texts, [health["transcript"] for _, health in results])
+            if self.voices is not None:
+                similarities = [health["speaker_similarity"] for _, health in results]
+                scores[0]["speaker_similarity"] = sum(similarities) / len(similarities)
+            if self.voices is not None and voice_takes >= 2:
+                takes = self.spoken(accelerator, generator_model, texts[:1] * voice_takes, self.seed + 1)
+                rate = self.processor.feature_extractor.sampling_rate
+                scores[0]["voice_stability"] = self.voices.stability([clip for clip, _ in takes], rate)
         if accelerator.num_processes > 1:
-            broadcast_object_list(rates)
-        return {f"eval_{name}": value for name, value in rates[0].items()}
+            broadcast_object_list(scores)
+        return {f"eval_{name}": value for name, value in scores[0].items()}
 
 
 def health_metrics(prefix: str, health: dict) -> dict:
@@ -282,10 +308,10 @@ def log_audio(accelerator, tag, clip, sampling_rate, step) -> None:
             tracker.log({tag: wandb.Audio(torch.as_tensor(clip).float().numpy(), sample_rate=sampling_rate)}, step)
 
 
-def sample_writer(accelerator, sample_args, data_args, model_config, output_dir, seed, transcriber=None):
-    """The `SampleWriter` for `sample_prompts` and for `eval_asr_model`'s held-out texts, with the run's processor
-    (output_dir/processor); None without either."""
-    if not sample_args.sample_prompts and transcriber is None:
+def sample_writer(accelerator, sample_args, data_args, model_config, output_dir, seed, transcriber=None, voices=None):
+    """The `SampleWriter` for `sample_prompts` and for the held-out texts `eval_asr_model` and `eval_speaker_model`
+    score, with the run's processor (output_dir/processor); None without any of them."""
+    if not sample_args.sample_prompts and transcriber is None and voices is None:
         return None
     from transformers import DiaProcessor
 
@@ -293,5 +319,5 @@ def sample_writer(accelerator, sample_args, data_args, model_config, output_dir,
     texts = [prompt_text(item) for item in sample_args.sample_prompts or []]  # checked by check_config
     frames = (sample_args.sample_max_frames or data_args.max_audio_frames) + max(model_config.delay_pattern)
     writer = SampleWriter(processor, texts, output_dir, frames, sample_args.sampling_overrides(), seed)
-    writer.transcriber = transcriber
+    writer.transcriber, writer.voices = transcriber, voices
     return writer

@@ -17,7 +17,7 @@ from accelerate.utils import DistributedType, set_seed
 from tqdm.auto import tqdm
 
 from tpu_demo.cli import PREFIX
-from tpu_demo.config.checks import asr_on_held_out, best_model_metric
+from tpu_demo.config.checks import best_model_metric, spoken_held_out
 from tpu_demo.data.codes import DiaCollator, enough_for_a_step, split
 from tpu_demo.data.training_set import training_data
 from tpu_demo.errors import FineTuneError
@@ -116,7 +116,7 @@ class DiaFineTune:
         args = self.config.training
         set_seed(args.seed)
         self.progress = Progress(self._best_model())
-        self.transcriber = self._setup_transcriber()  # before the data: a wrong setting is told at once
+        self.transcriber, self.voices = self._setup_scorers()  # before the data: a wrong setting is told at once
         self.output_dir = Path(args.output_dir)
         if not args.resume_from_checkpoint:
             refuse_an_earlier_run(self.output_dir)
@@ -142,13 +142,14 @@ class DiaFineTune:
         patience, threshold = evaluation.early_stopping_patience, evaluation.early_stopping_threshold
         return BestModel(metric, greater, patience, threshold)
 
-    def _setup_transcriber(self):
-        name = self.config.evaluation.eval_asr_model
-        if not name:
-            return None
+    def _setup_scorers(self):
+        """The speech recogniser (`eval_asr_model`) and the speaker-verification model (`eval_speaker_model`)."""
         from tpu_demo.evaluation.intelligibility import Transcriber
+        from tpu_demo.evaluation.voice import Voices
 
-        return Transcriber(name)
+        evaluation = self.config.evaluation
+        transcriber = Transcriber(evaluation.eval_asr_model) if evaluation.eval_asr_model else None
+        return transcriber, Voices(evaluation.eval_speaker_model) if evaluation.eval_speaker_model else None
 
     def _setup_model(self) -> None:
         config, accelerator = self.config, self.accelerator
@@ -175,6 +176,7 @@ class DiaFineTune:
             accelerator.wait_for_everyone()
         self.samples = sample_writer(
             accelerator, config.samples, config.data, model_config, self.output_dir, args.seed, self.transcriber,
+            self.voices,
         )  # fmt: skip
         if self.samples and (self.on_xla or (self.sharded and accelerator.is_main_process)):
             # the host copy samples are generated from (under FSDP, by the main process only) has the trained model's
@@ -192,9 +194,13 @@ class DiaFineTune:
         if accelerator.is_main_process:
             (self.output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
         train_set, eval_set = (torch.utils.data.Subset(self.dataset, ids) for ids in (train_indices, eval_indices))
-        # what evaluations speak with `eval_asr_model` (texts a training sample dropped are no test)
-        said = [self.dataset.items[i]["text"] for i in eval_indices if self.dataset.items[i]["text"].strip()]
-        self.eval_texts = said[: config.evaluation.eval_asr_samples]
+        # what evaluations speak for `eval_asr_model` and `eval_speaker_model` (texts a training sample dropped are
+        # no test), and whose voices the samples are compared with
+        items = self.dataset.items
+        said = [i for i in eval_indices if items[i]["text"].strip()][: config.evaluation.eval_asr_samples]
+        self.eval_texts, self.eval_speakers = [items[i]["text"] for i in said], [items[i].get("speaker") for i in said]
+        if self.voices and accelerator.is_main_process:
+            self.samples.add_reference_voices(self.dataset, eval_indices)
         shapes = (model_config.delay_pattern, config.data.max_text_tokens, config.data.max_audio_frames)
         self.collator = DiaCollator(*shapes, text_dropout=config.data.text_dropout, seed=args.seed)
         loading = {
@@ -366,8 +372,9 @@ class DiaFineTune:
         model.train()
         losses, indices = torch.cat(losses), torch.cat(indices)
         metrics = {"eval_loss": losses.mean().item(), "eval_samples": losses.numel()}
-        if asr_on_held_out(self.config):
-            metrics |= self.samples.held_out_rates(accelerator, model, self.eval_texts)
+        if spoken_held_out(self.config):
+            takes = self.config.evaluation.eval_voice_takes
+            metrics |= self.samples.held_out_scores(accelerator, model, self.eval_texts, self.eval_speakers, takes)
         return metrics | {"eval_indices": indices.tolist()}
 
     def _evaluate_and_log(self) -> None:

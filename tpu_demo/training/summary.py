@@ -30,6 +30,10 @@ def run_summary(run, final_eval: dict, elapsed: float) -> dict:
         "last_loss": run.history[-1] if run.history else None,
         "eval_loss": final_eval["eval_loss"],
         "eval_samples": final_eval["eval_samples"],
+        **{
+            key: final_eval.get(key)
+            for key in ("eval_cer", "eval_wer", "eval_speaker_similarity", "eval_voice_stability")
+        },
         "eval_unique_samples": len(set(final_eval["eval_indices"])),
         "eval_dataset_size": len(run.eval_loader.dataset),
         "train_samples_per_second": (run.progress.step - run.timed_from) * samples_per_step / elapsed,
