@@ -13,6 +13,7 @@ from accelerate.utils import parse_flag_from_env
 
 from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
 from tpu_demo.errors import FineTuneError
+from tpu_demo.segment import check_segmented
 
 
 def main(argv=None) -> int:
@@ -28,6 +29,8 @@ def main(argv=None) -> int:
         PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
         config = parse_all(raw)
         training = config.training
+        if config.recordings.recordings:
+            check_segmented(config)
         dataset = training_data(
             config.data, model_config(config.model), training.output_dir, training.seed, config.model.model
         )

@@ -139,6 +139,72 @@ class DataArguments(CheckedChoices):
 
 
 @dataclass
+class RecordingsArguments:
+    recordings: str | None = field(
+        default=None,
+        metadata={
+            "help": "a folder of long recordings (any format and rate soundfile reads; a subfolder per speaker; "
+            "NAME.txt beside NAME.wav: what is said in it): `python -m tpu_demo.segment` cuts them into clips at "
+            "pauses, transcribes and filters them, and writes the dataset into `dataset` (a new folder), which "
+            "training then reads"
+        },
+    )
+    segment_asr_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "the speech recogniser that transcribes the clips (folder or hub id); default eval_asr_model"
+        },
+    )
+    min_clip_seconds: float = field(default=1.0, metadata={"help": "shorter clips are dropped"})
+    max_clip_seconds: float = field(
+        default=15.0, metadata={"help": "clips are cut at pauses to at most this long; speech without such a pause is "
+                                "dropped"}
+    )  # fmt: skip
+    min_pause_seconds: float = field(default=0.25, metadata={"help": "the shortest quiet stretch that is a pause"})
+    pause_db: float = field(
+        default=-35.0,
+        metadata={
+            "help": "20 ms windows this many dB below the recording's loud ones (its 95th percentile) are quiet"
+        },
+    )
+    min_snr_db: float = field(
+        default=15.0,
+        metadata={"help": "clips whose speech is less than this many dB above the recording's pauses are dropped"},
+    )
+    max_clipped_share: float = field(
+        default=0.001, metadata={"help": "clips with more of their samples at full scale (clipping) are dropped"}
+    )
+    target_dbfs: float = field(
+        default=-20.0, metadata={"help": "each clip's speech is scaled to this RMS level (peaks kept below -1 dBFS)"}
+    )
+    pace_tolerance: float = field(
+        default=2.0,
+        metadata={
+            "help": "clips spoken this many times faster or slower (seconds per character) than the data's median "
+            "are dropped"
+        },
+    )
+    max_asr_cer: float = field(
+        default=0.5,
+        metadata={
+            "help": "with a recording's own text: clips whose transcript differs from the text aligned to them by "
+            "more than this character error rate are dropped"
+        },
+    )
+
+    def __post_init__(self):
+        for name in ("min_clip_seconds", "min_pause_seconds", "max_clipped_share", "max_asr_cer"):
+            if getattr(self, name) < 0:
+                raise FineTuneError(f"{name}: {getattr(self, name)} is negative")
+        if self.max_clip_seconds <= self.min_clip_seconds:
+            raise FineTuneError(
+                f"max_clip_seconds: {self.max_clip_seconds} is not more than min_clip_seconds {self.min_clip_seconds}"
+            )
+        if self.pace_tolerance <= 1:
+            raise FineTuneError(f"pace_tolerance: {self.pace_tolerance} must be more than 1 (a factor)")
+
+
+@dataclass
 class LossArguments:
     codebook_weights: list[float] | None = field(
         default=None, metadata={"help": "one weight per codebook, e.g. [4, 1, 1, 1, 1, 1, 1, 1, 1]; default uniform"}
@@ -253,6 +319,7 @@ class FineTuneConfig:
     launch: LaunchArguments
     model: ModelArguments
     data: DataArguments
+    recordings: RecordingsArguments
     loss: LossArguments
     samples: SampleArguments
     lora: LoraArguments

@@ -74,6 +74,10 @@ def check_config(raw: dict) -> None:
         names = ", ".join(name.removeprefix("eval_") for name in reported)
         raise FineTuneError(f"metric_for_best_model: {metric!r} is not a metric the evaluation reports ({names})")
     refuse_sample_conflicts(samples, data)
+    if not config.recordings.recordings:
+        refuse_settings_while_off(config.recordings, "recordings", "there are no recordings to cut (recordings)")
+    elif data.dataset == "synthetic":
+        raise FineTuneError("recordings: set `dataset` to the new folder their clips are written to and trained from")
     refuse_lora_conflicts(lora, config)
     optim = str(getattr(args.optim, "value", args.optim))
     if optim not in OPTIMIZERS:

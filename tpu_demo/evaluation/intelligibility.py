@@ -34,18 +34,19 @@ def error_rates(references: list[str], hypotheses: list[str]) -> dict:
 
 
 class Transcriber:
-    """A transformers ASR pipeline on the host CPU (it runs beside training, on the main process only)."""
+    """A transformers ASR pipeline, on the host CPU beside training (on the main process only); `key`: the setting
+    that names it."""
 
-    def __init__(self, name_or_path: str):
+    def __init__(self, name_or_path: str, key="eval_asr_model", device="cpu"):
         from transformers import pipeline
 
-        require_folder("eval_asr_model", name_or_path)
+        require_folder(key, name_or_path)
         try:
-            self.pipeline = pipeline("automatic-speech-recognition", model=name_or_path, device="cpu")
+            self.pipeline = pipeline("automatic-speech-recognition", model=name_or_path, device=device)
         except LOAD_ERRORS as error:
             said = " ".join(str(error).split())  # transformers' messages run over several lines
             raise FineTuneError(
-                f"eval_asr_model {name_or_path}: not a speech recogniser transformers loads ({said[:300]})"
+                f"{key} {name_or_path}: not a speech recogniser transformers loads ({said[:300]})"
             ) from None
         self.sampling_rate = self.pipeline.feature_extractor.sampling_rate
 

@@ -33,6 +33,7 @@ from tpu_demo.runtime.compat import (
     name_input_embeddings,
 )
 from tpu_demo.runtime.xla_counters import XlaCounters
+from tpu_demo.segment import check_segmented
 from tpu_demo.training.best_model import BestModel
 from tpu_demo.training.checkpoint import (
     load_checkpoint,
@@ -167,6 +168,8 @@ class DiaFineTune:
     def _setup_data(self) -> None:
         config, accelerator, args = self.config, self.accelerator, self.config.training
         model_config = self.model.config
+        if config.recordings.recordings:
+            check_segmented(config)
         self.dataset = training_data(config.data, model_config, self.output_dir, args.seed, config.model.model)
         channels = model_config.decoder_config.num_channels
         self.loss_fn = CodebookLoss(channels, config.loss.codebook_weights, config.loss.loss_on_audio_tokens_only)

@@ -1,0 +1,174 @@
+"""Long recordings to a dataset: cut at pauses, transcribed, filtered (`recordings` in the YAML; docs/DATA.md).
+
+    python -m tpu_demo.segment my.yaml [key=value ...]
+    accelerate launch -m tpu_demo.segment my.yaml              # the recordings shared by several processes
+
+Writes the `dataset` folder (a new one): clips/, metadata.csv (audio,text,speaker), which training then reads, and
+segment_report.json: what was kept, what was dropped and why. Run again after an interruption, it continues: a
+recording done with the same settings is not done again.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from accelerate import PartialState
+from accelerate.utils import parse_flag_from_env
+
+from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
+from tpu_demo.errors import FineTuneError
+
+REPORT = "segment_report.json"
+PARTS = ".segmenting"  # one file per recording done: what makes the run resumable
+
+
+def settings_fingerprint(recordings_args, asr_model: str) -> str:
+    """What the clips depend on besides the audio: every segmenting setting and the recogniser."""
+    settings = dataclasses.asdict(recordings_args) | {"segment_asr_model": asr_model}
+    settings["recordings"] = str(Path(recordings_args.recordings).resolve())
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def recording_fingerprint(recording, settings: str) -> str:
+    stat = recording.path.stat()
+    return hashlib.sha256(f"{settings} {stat.st_size} {stat.st_mtime_ns} {recording.text}".encode()).hexdigest()[:16]
+
+
+def recogniser(config) -> str:
+    name = config.recordings.segment_asr_model or config.evaluation.eval_asr_model
+    if not name:
+        raise FineTuneError("recordings: set segment_asr_model (or eval_asr_model), the recogniser that transcribes")
+    return name
+
+
+def output_folder(config) -> Path:
+    """The `dataset` folder the clips go to: new, or one this command wrote; never inside the recordings."""
+    out, source = Path(config.data.dataset).resolve(), Path(config.recordings.recordings).resolve()
+    if config.data.dataset == "synthetic":
+        raise FineTuneError("recordings: set `dataset` to the new folder the clips are written to")
+    if out == source or source in out.parents or out in source.parents:
+        raise FineTuneError(f"dataset {config.data.dataset}: must be a folder apart from the recordings {source}")
+    if out.is_dir() and any(out.iterdir()) and not ((out / PARTS).is_dir() or (out / REPORT).is_file()):
+        raise FineTuneError(
+            f"dataset {config.data.dataset}: holds files tpu_demo.segment did not write; give a new folder"
+        )
+    return out
+
+
+def check_segmented(config) -> None:
+    """Training on `recordings`: refuses a `dataset` not cut from them with these settings."""
+    report = Path(config.data.dataset) / REPORT
+    wanted = settings_fingerprint(config.recordings, recogniser(config))
+    found = json.loads(report.read_text()).get("settings") if report.is_file() else None
+    if found != wanted:
+        state = "not cut from recordings" if found is None else "cut from recordings with other settings than"
+        raise FineTuneError(
+            f"dataset {config.data.dataset}: {state} {config.recordings.recordings}: run `python -m tpu_demo.segment` "
+            "with this config first"
+        )
+
+
+def segment_share(config, recordings, out: Path, state) -> None:
+    """This process's share of the recordings not done yet, each saved as one part."""
+    from tqdm.auto import tqdm
+
+    from tpu_demo.data.segmenting import segment
+    from tpu_demo.evaluation.intelligibility import Transcriber
+
+    settings = settings_fingerprint(config.recordings, recogniser(config))
+    parts = out / PARTS
+    parts.mkdir(parents=True, exist_ok=True)
+    todo = []
+    for recording in recordings[state.process_index :: state.num_processes]:
+        part = parts / f"{hashlib.sha256(recording.name.encode()).hexdigest()[:16]}.json"
+        fingerprint = recording_fingerprint(recording, settings)
+        if not (part.is_file() and json.loads(part.read_text()).get("fingerprint") == fingerprint):
+            todo.append((recording, part, fingerprint))
+    if not todo:
+        return
+    device = str(state.device) if state.device.type == "cuda" else "cpu"  # XLA: the host CPU, as for encoding
+    transcriber = Transcriber(recogniser(config), key="segment_asr_model", device=device)
+    bar = tqdm(todo, desc="segmenting", unit="recording", disable=not state.is_main_process)
+    for recording, part, fingerprint in bar:
+        clips = segment(recording, config.recordings, transcriber, out)
+        partial = part.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps({"fingerprint": fingerprint, "clips": [dataclasses.asdict(c) for c in clips]}))
+        partial.replace(part)  # whole or absent: an interrupted recording is done again
+
+
+def merge(config, recordings, out: Path) -> dict:
+    """Every recording's clips into metadata.csv and the report; the pace filter needs them all."""
+    import csv
+    import io
+
+    from tpu_demo.data.segmenting import Clip, drop_unusual_pace, report
+
+    clips = []
+    for recording in recordings:
+        part = out / PARTS / f"{hashlib.sha256(recording.name.encode()).hexdigest()[:16]}.json"
+        clips += [Clip(**clip) for clip in json.loads(part.read_text())["clips"]]
+    drop_unusual_pace(clips, config.recordings.pace_tolerance)
+    kept = {clip.audio for clip in clips if not clip.dropped}
+    for wav in (out / "clips").rglob("*.wav") if (out / "clips").is_dir() else []:
+        if str(wav.relative_to(out)) not in kept:  # dropped by the pace filter, or left by other settings
+            wav.unlink()
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["audio", "text", "speaker"])
+    writer.writerows([clip.audio, clip.text, clip.speaker or ""] for clip in clips if not clip.dropped)
+    (out / "metadata.csv").write_text(table.getvalue(), encoding="utf-8")
+    summary = report(clips, len(recordings))
+    summary["settings"] = settings_fingerprint(config.recordings, recogniser(config))
+    (out / REPORT).write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def report_lines(summary: dict, out: Path) -> list[str]:
+    kept = summary["kept"]
+    total = kept["seconds"] + sum(reason["seconds"] for reason in summary["dropped"].values())
+    dropped = "; ".join(f"{name} {d['clips']} ({d['seconds']:.1f} s)" for name, d in summary["dropped"].items())
+    speakers = "; ".join(f"{name} {s['clips']} ({s['seconds']:.1f} s)" for name, s in summary["speakers"].items())
+    return [
+        f"{summary['recordings']} recordings, {total:.1f} s in clips: kept {kept['clips']} ({kept['seconds']:.1f} s)",
+        f"dropped: {dropped or 'none'}",
+        f"kept per speaker: {speakers or 'none'}",
+        f"dataset: {out / 'metadata.csv'}; every clip and why it was dropped: {out / REPORT}",
+    ]
+
+
+def main(argv=None) -> int:
+    refuse_unsupported_transformers()
+    from tpu_demo.config.load import load_raw, parse_all
+    from tpu_demo.data.segmenting import find_recordings
+
+    args = config_parser("tpu_demo.segment", __doc__.splitlines()[0]).parse_args(argv)
+    try:
+        raw = load_raw(args.config, args.overrides)
+        state = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
+        config = parse_all(raw)
+        if not config.recordings.recordings:
+            raise FineTuneError("recordings: not set: name the folder of long recordings to cut into clips")
+        recogniser(config)
+        out = output_folder(config)
+        recordings = find_recordings(config.recordings.recordings)
+        if any(recording.text for recording in recordings):
+            import jiwer  # noqa: F401 (aligning a recording's text compares transcripts)
+        segment_share(config, recordings, out, state)
+        state.wait_for_everyone()
+        if state.is_main_process:
+            for line in report_lines(merge(config, recordings, out), out):
+                say(line)
+    except ImportError as error:
+        fail(f"recordings: {error.name} is not installed (pip install {error.name})")
+    except FineTuneError as error:
+        fail(error)
+    state.wait_for_everyone()
+    state.destroy_process_group()  # before the interpreter exits (see tpu_demo.prepare)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
