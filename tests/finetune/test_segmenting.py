@@ -289,3 +289,18 @@ def test_segment_settings_without_recordings_are_refused():
 
     with pytest.raises(FineTuneError, match="max_clip_seconds: set, but there are no recordings to cut"):
         check_config(load_raw(CONFIG, ["max_clip_seconds=10"]))
+
+
+def test_long_recordings_are_read_block_by_block_with_the_same_levels(tmp_path):
+    from tpu_demo.data.segmenting import WINDOW, scan, window_levels
+
+    rng = np.random.default_rng(0)
+    stereo = (rng.standard_normal((int(65.013 * RATE), 2)) * 0.1).astype(np.float32)  # past one 60 s block
+    stereo[int(59.99 * RATE) : int(60.03 * RATE), 1] = 1.0  # full scale on one channel, across the block boundary
+    soundfile.write(tmp_path / "long.flac", stereo, RATE, subtype="PCM_24")
+    levels, clipped, rate = scan(tmp_path / "long.flac")
+    audio, _ = soundfile.read(tmp_path / "long.flac", dtype="float32")
+    assert rate == RATE and np.allclose(levels, window_levels(audio.mean(axis=1), RATE), atol=1e-4)
+    size = int(WINDOW * RATE)
+    expected = (np.abs(audio) >= 0.999).any(axis=1)[: len(levels) * size].reshape(-1, size).sum(axis=1)
+    assert np.array_equal(clipped, expected) and clipped.sum() == int(0.04 * RATE)

@@ -133,9 +133,32 @@ class DataArguments(CheckedChoices):
     stateful_dataloader: bool = field(
         default=True, metadata={"help": "resume mid-epoch through torchdata's StatefulDataLoader when installed"}
     )
+    audio_prompts: float = field(
+        default=0.0,
+        metadata={
+            "help": "share of training clips preceded by another training clip of the same speaker and its "
+            "transcript, the loss on it masked: what `generate --audio_prompt` continues (voice cloning); 0: none"
+        },
+    )
+    audio_prompt_max_frames: int = field(
+        default=0,
+        metadata={
+            "help": "audio frames a prompt may have, on top of max_audio_frames (a longer prompt, or one whose "
+            "transcript would not fit in max_text_tokens with the clip's, is not used); needed with audio_prompts"
+        },
+    )
     stop_after_steps: int = field(
         default=0, metadata={"help": "stop (as if interrupted) after this many optimizer steps; 0: run to the end"}
     )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not 0 <= self.audio_prompts <= 1:
+            raise FineTuneError(f"audio_prompts: {self.audio_prompts} is not a share between 0 and 1")
+        if self.audio_prompts and self.audio_prompt_max_frames <= 0:
+            raise FineTuneError("audio_prompt_max_frames: needed with audio_prompts (the frames a prompt may have)")
+        if self.audio_prompt_max_frames and not self.audio_prompts:
+            raise FineTuneError("audio_prompt_max_frames: set, but audio_prompts is 0")
 
 
 @dataclass

@@ -93,7 +93,9 @@ class DiaCollator:
     clip's codes at a position set by its length, and the model then fails to say a clip it memorised.
     """
 
-    def __init__(self, delay_pattern, max_text_tokens: int, max_audio_frames: int, text_dropout: float, seed: int):
+    def __init__(self, delay_pattern, max_text_tokens: int, max_audio_frames: int, text_dropout: float, seed: int,
+                 prompts=None):  # fmt: skip
+        """`prompts`: an `AudioPrompts` that precedes training clips with another clip of their speaker."""
         self.tokenizer = DiaTokenizer()
         self.delay_pattern = list(delay_pattern)
         self.max_text_tokens = max_text_tokens
@@ -101,24 +103,45 @@ class DiaCollator:
         self.text_dropout = text_dropout
         self.seed = seed
         self.epoch = 0
+        self.prompts = prompts
+
+    def chance(self, index: int, salt: int = 0) -> torch.Generator:
+        # Seeded by sample and epoch, not by the global RNG: a resumed run draws exactly the same.
+        return torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch * 100_003 + index + salt)
 
     def drop_text(self, index: int) -> bool:
-        # Seeded by sample and epoch, not by the global RNG: a resumed run drops exactly the same texts.
-        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch * 100_003 + index)
-        return bool(torch.rand((), generator=generator) < self.text_dropout)
+        return bool(torch.rand((), generator=self.chance(index)) < self.text_dropout)
+
+    def prompt_for(self, sample, text: str):
+        """(prompt codes, the text with the prompt's transcript first) or None: a prompt only where it and its
+        transcript fit (`AudioPrompts.max_frames`, max_text_tokens), so no clip is ever cut for one."""
+        prompt = self.prompts.pick(sample["index"], self.chance(sample["index"], salt=7))
+        if prompt is None or len(prompt["codes"]) > self.prompts.max_frames:
+            return None
+        joined = f"{prompt['text']} {text}" if text else text  # a dropped text drops the prompt's too
+        if len(self.tokenizer(joined)["input_ids"]) > self.max_text_tokens:
+            return None
+        return prompt["codes"], joined
 
     def __call__(self, samples):
         texts = ["" if self.drop_text(s["index"]) else s["text"] for s in samples]
+        prompts = [self.prompt_for(s, t) if self.prompts else None for s, t in zip(samples, texts, strict=True)]
+        texts = [t if p is None else p[1] for t, p in zip(texts, prompts, strict=True)]
         text = self.tokenizer(
             texts, padding="max_length", truncation=True, max_length=self.max_text_tokens, return_tensors="pt"
         )
         num_channels = len(self.delay_pattern)
         max_delay = max(self.delay_pattern)
-        length = self.max_audio_frames + 2  # BOS + codes + EOS
+        prompt_frames = self.prompts.max_frames if self.prompts else 0
+        length = prompt_frames + self.max_audio_frames + 2  # BOS + [prompt] + codes + EOS
         audio = torch.full((len(samples), length + max_delay, num_channels), AUDIO_PAD, dtype=torch.long)
         mask = torch.zeros((len(samples), length + max_delay), dtype=torch.long)
-        for row, sample in enumerate(samples):
+        prompted = [0] * len(samples)  # frames of each row's prompt
+        for row, (sample, prompt) in enumerate(zip(samples, prompts, strict=True)):
             codes = sample["codes"][: self.max_audio_frames, :num_channels]
+            if prompt is not None:
+                prompted[row] = len(prompt[0])
+                codes = torch.cat([prompt[0][:, :num_channels], codes])
             audio[row, 0] = AUDIO_BOS
             audio[row, 1 : len(codes) + 1] = codes
             audio[row, len(codes) + 1] = AUDIO_EOS
@@ -132,6 +155,9 @@ class DiaCollator:
         )
         labels = delayed[:, 1:].clone()
         labels = torch.where((labels == AUDIO_PAD) | (labels == AUDIO_BOS), IGNORED_LABEL, labels)
+        for row, frames in enumerate(prompted):
+            for channel, delay in enumerate(self.delay_pattern):  # label t of a channel is frame t + 1 - delay
+                labels[row, delay : frames + delay, channel] = IGNORED_LABEL  # the prompt is given, not learnt
         return {
             "input_ids": text["input_ids"],
             "attention_mask": text["attention_mask"],
@@ -140,7 +166,28 @@ class DiaCollator:
             # contiguous: for one sample the reshape is a strided view, and the model's loss calls `labels.view(-1)`
             "labels": labels.transpose(1, 2).reshape(len(samples) * num_channels, -1).long().contiguous(),
             "index": [s["index"] for s in samples],  # host ints: device loaders pass them through untouched
+            "prompted": [int(frames > 0) for frames in prompted],
         }
+
+
+class AudioPrompts:
+    """For `audio_prompts`: picks, for a training clip, another training clip of the same speaker (the manifest's
+    `speaker`; without one the data is one speaker) with probability `share`."""
+
+    def __init__(self, dataset, indices, share: float, max_frames: int):
+        self.dataset, self.share, self.max_frames = dataset, share, max_frames
+        self.by_speaker = {}
+        for i in indices:
+            self.by_speaker.setdefault(dataset.items[i].get("speaker"), []).append(i)
+
+    def pick(self, index: int, generator: torch.Generator):
+        """A sample of the same speaker, or None (drawn not to be prompted, or the speaker's only clip)."""
+        if float(torch.rand((), generator=generator)) >= self.share:
+            return None
+        others = [i for i in self.by_speaker.get(self.dataset.items[index].get("speaker"), []) if i != index]
+        if not others:
+            return None
+        return self.dataset[others[int(torch.randint(len(others), (), generator=generator))]]
 
 
 def split(dataset_size: int, eval_samples: int, seed: int, held_out=()) -> tuple[list[int], list[int]]:

@@ -186,28 +186,45 @@ def normalised_loudness(audio: np.ndarray, levels: np.ndarray, quiet: float, tar
     return (audio * gain).astype(np.float32)
 
 
+def scan(path: Path):
+    """Each 20 ms window's level (dBFS, of the mono downmix) and count of samples at full scale (on any channel),
+    and the rate, read block by block: hours of audio are never in memory at once."""
+    import soundfile
+
+    rate = soundfile.info(str(path)).samplerate
+    size = max(1, int(WINDOW * rate))
+    levels, clipped = [], []
+    for block in soundfile.blocks(str(path), blocksize=size * 3000, dtype="float32", always_2d=True):
+        whole = len(block) // size * size  # a last part shorter than a window is not a window
+        levels.append(window_levels(block[:whole].mean(axis=1), rate))
+        clipped.append((np.abs(block[:whole]) >= 0.999).any(axis=1).reshape(-1, size).sum(axis=1))
+    return np.concatenate(levels or [np.zeros(0)]), np.concatenate(clipped or [np.zeros(0)]), rate
+
+
+def read_clip(path: Path, first: int, end: int, size: int) -> np.ndarray:
+    import soundfile
+
+    audio, _ = soundfile.read(str(path), start=first * size, stop=end * size, dtype="float32", always_2d=True)
+    return audio.mean(axis=1)
+
+
 def segment(recording: Recording, settings, transcribe, out_dir: Path) -> list[Clip]:
     """The clips of one recording, each written to out_dir/clips/ when kept, or with the reason it was dropped."""
     import soundfile
 
-    audio, rate = soundfile.read(str(recording.path), dtype="float32", always_2d=True)
-    clipped = (np.abs(audio) >= 0.999).any(axis=1)  # full scale on any channel, before the downmix
-    audio = audio.mean(axis=1)
-    if len(audio) < int(WINDOW * rate):
-        return [Clip(recording.name, 0.0, len(audio) / rate, recording.speaker, dropped="empty recording")]
-    levels = window_levels(audio, rate)
+    levels, clipped, rate = scan(recording.path)
+    if not len(levels):
+        return [Clip(recording.name, 0.0, 0.0, recording.speaker, dropped="empty", detail="no audio")]
     quiet = np.percentile(levels, 95) + settings.pause_db
     floor = levels[levels < quiet]
     noise = 10 * np.log10(np.mean(10 ** (floor / 10))) if len(floor) else -120.0
-    clips, sounds = [], []
     size = int(WINDOW * rate)
+    clips, spans = [], []
     for first, end, too_long in cut(levels, settings):
         clip = Clip(recording.name, first * WINDOW, end * WINDOW, recording.speaker)
-        samples = audio[first * size : end * size]
-        clip_levels = levels[first:end]
-        speech = clip_levels[clip_levels >= quiet]
+        speech = levels[first:end][levels[first:end] >= quiet]
         clip.snr_db = float(10 * np.log10(np.mean(10 ** (speech / 10))) - noise) if len(speech) else 0.0
-        share = float(clipped[first * size : end * size].mean())
+        share = float(clipped[first:end].sum()) / ((end - first) * size)
         if too_long:
             clip.dropped, clip.detail = "too long", f"no pause within max_clip_seconds {settings.max_clip_seconds}"
         elif clip.seconds < settings.min_clip_seconds:
@@ -217,9 +234,9 @@ def segment(recording: Recording, settings, transcribe, out_dir: Path) -> list[C
         elif clip.snr_db < settings.min_snr_db:
             clip.dropped, clip.detail = "noisy", f"speech {clip.snr_db:.1f} dB above the pauses < min_snr_db"
         if not clip.dropped:
-            clip.transcript = transcribe(samples, rate)
+            clip.transcript = transcribe(read_clip(recording.path, first, end, size), rate)
         clips.append(clip)
-        sounds.append(normalised_loudness(samples, clip_levels, quiet, settings.target_dbfs))
+        spans.append((first, end))
     heard = [clip for clip in clips if not clip.dropped]
     if recording.text is not None:
         for clip, part in zip(heard, align(recording.text, [clip.transcript for clip in heard]), strict=True):
@@ -233,9 +250,11 @@ def segment(recording: Recording, settings, transcribe, out_dir: Path) -> list[C
             clip.text = f"[S1] {clip.transcript}" if normalise(clip.transcript) else ""
             if not clip.text:
                 clip.dropped, clip.detail = "no words heard", "the recogniser heard no words"
-    for number, (clip, sound) in enumerate(zip(clips, sounds, strict=True), 1):
+    for number, (clip, (first, end)) in enumerate(zip(clips, spans, strict=True), 1):
         if clip.dropped:
             continue
+        sound = normalised_loudness(read_clip(recording.path, first, end, size), levels[first:end], quiet,
+                                    settings.target_dbfs)  # fmt: skip
         clip.audio = f"clips/{recording.name}-{number:04d}.wav"
         path = out_dir / clip.audio
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from tpu_demo.cli import PREFIX
 from tpu_demo.config.checks import best_model_metric, spoken_held_out
-from tpu_demo.data.codes import DiaCollator, enough_for_a_step, split
+from tpu_demo.data.codes import AudioPrompts, DiaCollator, enough_for_a_step, split
 from tpu_demo.data.training_set import training_data
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.sample_health import data_seconds_per_char
@@ -205,7 +205,11 @@ class DiaFineTune:
         if self.voices and accelerator.is_main_process:
             self.samples.add_reference_voices(self.dataset, eval_indices)
         shapes = (model_config.delay_pattern, config.data.max_text_tokens, config.data.max_audio_frames)
-        self.collator = DiaCollator(*shapes, text_dropout=config.data.text_dropout, seed=args.seed)
+        data = config.data
+        prompts = AudioPrompts(self.dataset, train_indices, data.audio_prompts, data.audio_prompt_max_frames)
+        self.collator = DiaCollator(
+            *shapes, text_dropout=data.text_dropout, seed=args.seed, prompts=prompts if data.audio_prompts else None
+        )
         loading = {
             "num_workers": args.dataloader_num_workers,
             "pin_memory": args.dataloader_pin_memory and accelerator.device.type == "cuda",  # pinning serves CUDA only
@@ -272,7 +276,7 @@ class DiaFineTune:
         )
         main = accelerator.is_local_main_process
         bar = tqdm(total=self.max_steps, initial=progress.step, disable=not main, desc="train")
-        self.stats, self.seen = StepStats(accelerator), []
+        self.stats, self.seen, self.prompted = StepStats(accelerator), [], 0
         if progress.log_window:  # resumed between two logs
             self.stats.load_state_dict(progress.log_window)
         self.started, self.timed_from = time.perf_counter(), progress.step
@@ -303,6 +307,7 @@ class DiaFineTune:
             progress.batches_in_epoch += 1
             stats.add_micro_batch(loss, batch["labels"])
             self.seen.extend(batch["index"])
+            self.prompted += sum(batch["prompted"])
             if not accelerator.sync_gradients:
                 continue
             progress.step += 1

@@ -43,6 +43,8 @@ def run_summary(run, final_eval: dict, elapsed: float) -> dict:
         "transformers": transformers.__version__,
         "xla": run.counters.summary(),
         "data": run.dataset.description,
+        # of the training samples this process saw in this run, those that had an audio prompt (audio_prompts)
+        "audio_prompted_share": run.prompted / len(run.seen) if run.seen else None,
     }
 
 
