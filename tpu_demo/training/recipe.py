@@ -300,6 +300,8 @@ class DiaFineTune:
         loader = self.train_loader
         if progress.batches_in_epoch and not accelerator.dataloader_config.use_stateful_dataloader:
             loader = accelerator.skip_first_batches(self.train_loader, progress.batches_in_epoch)
+            if self.spmd:  # a new XLA loader: without this its batches would arrive whole on every device
+                self.spmd.shard_loaders(loader)
         for batch in loader:
             loss, grad_norm = train_step(
                 accelerator, self.model, batch, self.optimizer, self.scheduler, args.max_grad_norm, self.loss_fn
