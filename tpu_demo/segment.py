@@ -3,7 +3,7 @@
     python -m tpu_demo.segment my.yaml [key=value ...]
     accelerate launch -m tpu_demo.segment my.yaml              # the recordings shared by several processes
 
-Writes the `dataset` folder (a new one): clips/, metadata.csv (audio,text,speaker), which training then reads, and
+Writes the `dataset` folder (a new one): clips/, metadata.csv (audio,text,speaker,language), which training reads, and
 segment_report.json: what was kept, what was dropped and why. Run again after an interruption, it continues: a
 recording done with the same settings is not done again.
 """
@@ -90,7 +90,8 @@ def segment_share(config, recordings, out: Path, state) -> None:
     if not todo:
         return
     device = str(state.device) if state.device.type == "cuda" else "cpu"  # XLA: the host CPU, as for encoding
-    transcriber = Transcriber(recogniser(config), key="segment_asr_model", device=device)
+    language = config.recordings.segment_language
+    transcriber = Transcriber(recogniser(config), key="segment_asr_model", device=device, language=language)
     bar = tqdm(todo, desc="segmenting", unit="recording", disable=not state.is_main_process)
     for recording, part, fingerprint in bar:
         clips = segment(recording, config.recordings, transcriber, out)
@@ -117,8 +118,9 @@ def merge(config, recordings, out: Path) -> dict:
             wav.unlink()
     table = io.StringIO()
     writer = csv.writer(table)
-    writer.writerow(["audio", "text", "speaker"])
-    writer.writerows([clip.audio, clip.text, clip.speaker or ""] for clip in clips if not clip.dropped)
+    language = config.recordings.segment_language or ""
+    writer.writerow(["audio", "text", "speaker", "language"])
+    writer.writerows([clip.audio, clip.text, clip.speaker or "", language] for clip in clips if not clip.dropped)
     (out / "metadata.csv").write_text(table.getvalue(), encoding="utf-8")
     summary = report(clips, len(recordings))
     summary["settings"] = settings_fingerprint(config.recordings, recogniser(config))

@@ -304,3 +304,32 @@ def test_long_recordings_are_read_block_by_block_with_the_same_levels(tmp_path):
     size = int(WINDOW * RATE)
     expected = (np.abs(audio) >= 0.999).any(axis=1)[: len(levels) * size].reshape(-1, size).sum(axis=1)
     assert np.array_equal(clipped, expected) and clipped.sum() == int(0.04 * RATE)
+
+
+def test_the_recordings_language_goes_to_the_dataset_and_to_a_whisper(tmp_path, monkeypatch):
+    raw = user_recordings(tmp_path / "podcast")
+    args = [f"recordings={raw}", f"segment_asr_model={tiny_asr(tmp_path / 'asr')}", "max_asr_cer=1000",
+            "min_clip_seconds=0.5", "max_clip_seconds=1.2", "segment_language=de"]  # fmt: skip
+    assert_ok(segment_command(tmp_path / "clips", *args))
+    with open(tmp_path / "clips" / "metadata.csv", newline="") as f:
+        assert {row["language"] for row in csv.DictReader(f)} == {"de"}  # training puts [de] before each text
+
+    # a Whisper is told the language (a recogniser of one language, as the tiny one, has none to be told)
+    import transformers
+
+    from tpu_demo.evaluation.intelligibility import Transcriber
+
+    class Whisper:
+        model = type("Model", (), {"config": type("Config", (), {"model_type": "whisper"})})
+        feature_extractor = type("Extractor", (), {"sampling_rate": RATE})
+
+        def __call__(self, audio, **options):
+            self.options = options
+            return {"text": " hallo "}
+
+    monkeypatch.setattr(transformers, "pipeline", lambda *args, **kwargs: Whisper())
+    transcriber = Transcriber("whisper", key="segment_asr_model", language="de")
+    assert transcriber(say(["one"], [0.1]), RATE) == "hallo"
+    assert transcriber.pipeline.options == {"generate_kwargs": {"language": "de"}}
+    with pytest.raises(FineTuneError, match="segment_language: Whisper knows no language 'klingon'"):
+        Transcriber("whisper", key="segment_asr_model", language="klingon")

@@ -178,6 +178,13 @@ class RecordingsArguments:
             "help": "the speech recogniser that transcribes the clips (folder or hub id); default eval_asr_model"
         },
     )
+    segment_language: str | None = field(
+        default=None,
+        metadata={
+            "help": "the recordings' language, e.g. de: the dataset's `language` column (a [de] tag before each "
+            "text), and the language a Whisper recogniser transcribes in (unset: it detects one per clip)"
+        },
+    )
     min_clip_seconds: float = field(default=1.0, metadata={"help": "shorter clips are dropped"})
     max_clip_seconds: float = field(
         default=15.0, metadata={"help": "clips are cut at pauses to at most this long; speech without such a pause is "

@@ -35,9 +35,9 @@ def error_rates(references: list[str], hypotheses: list[str]) -> dict:
 
 class Transcriber:
     """A transformers ASR pipeline, on the host CPU beside training (on the main process only); `key`: the setting
-    that names it."""
+    that names it; `language`: what a Whisper transcribes in."""
 
-    def __init__(self, name_or_path: str, key="eval_asr_model", device="cpu"):
+    def __init__(self, name_or_path: str, key="eval_asr_model", device="cpu", language=None):
         from transformers import pipeline
 
         require_folder(key, name_or_path)
@@ -49,6 +49,13 @@ class Transcriber:
                 f"{key} {name_or_path}: not a speech recogniser transformers loads ({said[:300]})"
             ) from None
         self.sampling_rate = self.pipeline.feature_extractor.sampling_rate
+        self.options = {}
+        if language and self.pipeline.model.config.model_type == "whisper":
+            from transformers.models.whisper.tokenization_whisper import LANGUAGES, TO_LANGUAGE_CODE
+
+            if language.lower() not in LANGUAGES and language.lower() not in TO_LANGUAGE_CODE:
+                raise FineTuneError(f"segment_language: Whisper knows no language {language!r} (e.g. de, german)")
+            self.options = {"generate_kwargs": {"language": language.lower()}}
 
     def __call__(self, audio, sampling_rate: int) -> str:
         """The transcript of one clip (empty for empty audio)."""
@@ -59,4 +66,4 @@ class Transcriber:
             import soxr
 
             audio = soxr.resample(audio, sampling_rate, self.sampling_rate)
-        return self.pipeline({"raw": audio, "sampling_rate": self.sampling_rate})["text"].strip()
+        return self.pipeline({"raw": audio, "sampling_rate": self.sampling_rate}, **self.options)["text"].strip()
