@@ -135,3 +135,13 @@ def test_prompted_training_resumes_exactly(tmp_path):
     without = tmp_path / "without"
     assert_ok(run_demo(without, *settings[3:], launcher=False))
     assert summary(without)["audio_prompted_share"] == 0 and losses_by_step(without) != losses_by_step(straight)
+
+
+@bug_on_unpatched
+def test_prompted_training_in_two_processes(tmp_path):
+    out = tmp_path / "run"
+    settings = ["audio_prompts=1.0", "audio_prompt_max_frames=24", "max_text_tokens=96", "max_steps=3",
+                "distributed_type=MULTI_CPU", "num_processes=2", "eval_steps=3"]  # fmt: skip
+    assert_ok(run_demo(out, *settings))
+    # every sample of the synthetic set has another to prompt it with, and every prompt fits
+    assert summary(out)["audio_prompted_share"] == 1.0 and summary(out)["num_processes"] == 2
