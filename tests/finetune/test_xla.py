@@ -174,3 +174,26 @@ def test_a_pod_slice_missing_hosts_is_refused_before_the_model_is_built(tmp_path
 def dry_run(*settings, env):
     cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings, "--dry-run"]
     return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+@require_xla
+@require_dia
+def test_long_recordings_are_segmented_on_an_xla_host(tmp_path):
+    # the recogniser runs on the host CPU, as the codec does: the same clips as on a CPU machine
+    pytest.importorskip("jiwer")
+    from tests.demo_utils import tiny_asr
+    from tests.finetune.test_segmenting import user_recordings
+
+    raw = user_recordings(tmp_path / "podcast")
+    args = [f"recordings={raw}", f"segment_asr_model={tiny_asr(tmp_path / 'asr')}", "max_asr_cer=1000",
+            "min_clip_seconds=0.5", "max_clip_seconds=1.2"]  # fmt: skip
+    made = {}
+    for device in ("XLA", "CPU"):
+        out = tmp_path / device
+        env = launch_env() | ({"PJRT_DEVICE": "CPU"} if device == "XLA" else {"USE_TORCH_XLA": "0"})
+        if device == "CPU":
+            env.pop("LOCAL_RANK", None)  # this env's, for accelerate on an XLA device without a TPU
+        cmd = [sys.executable, "-m", "tpu_demo.segment", str(CONFIG), f"dataset={out}", *args]
+        assert_ok(subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600))
+        made[device] = (out / "metadata.csv").read_text()
+    assert made["XLA"] == made["CPU"] and made["XLA"].count("\n") > 1
