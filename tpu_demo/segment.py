@@ -19,36 +19,20 @@ from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
 from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
+from tpu_demo.data.segmenting import (
+    PARTS,
+    REPORT,
+    recogniser,
+    recording_fingerprint,
+    recordings_digest,
+    settings_fingerprint,
+)
 from tpu_demo.errors import FineTuneError
-
-REPORT = "segment_report.json"
-PARTS = ".segmenting"  # one file per recording done: what makes the run resumable
-
-
-def settings_fingerprint(recordings_args, asr_model: str) -> str:
-    """What the clips depend on besides the audio: every segmenting setting and the recogniser."""
-    settings = dataclasses.asdict(recordings_args) | {"segment_asr_model": asr_model}
-    settings["recordings"] = str(Path(recordings_args.recordings).resolve())
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def recording_fingerprint(recording, settings: str) -> str:
-    stat = recording.path.stat()
-    return hashlib.sha256(f"{settings} {stat.st_size} {stat.st_mtime_ns} {recording.text}".encode()).hexdigest()[:16]
-
-
-def recogniser(config) -> str:
-    name = config.recordings.segment_asr_model or config.evaluation.eval_asr_model
-    if not name:
-        raise FineTuneError("recordings: set segment_asr_model (or eval_asr_model), the recogniser that transcribes")
-    return name
 
 
 def output_folder(config) -> Path:
     """The `dataset` folder the clips go to: new, or one this command wrote; never inside the recordings."""
     out, source = Path(config.data.dataset).resolve(), Path(config.recordings.recordings).resolve()
-    if config.data.dataset == "synthetic":
-        raise FineTuneError("recordings: set `dataset` to the new folder the clips are written to")
     if out == source or source in out.parents or out in source.parents:
         raise FineTuneError(f"dataset {config.data.dataset}: must be a folder apart from the recordings {source}")
     if out.is_dir() and any(out.iterdir()) and not ((out / PARTS).is_dir() or (out / REPORT).is_file()):
@@ -56,19 +40,6 @@ def output_folder(config) -> Path:
             f"dataset {config.data.dataset}: holds files tpu_demo.segment did not write; give a new folder"
         )
     return out
-
-
-def check_segmented(config) -> None:
-    """Training on `recordings`: refuses a `dataset` not cut from them with these settings."""
-    report = Path(config.data.dataset) / REPORT
-    wanted = settings_fingerprint(config.recordings, recogniser(config))
-    found = json.loads(report.read_text()).get("settings") if report.is_file() else None
-    if found != wanted:
-        state = "not cut from recordings" if found is None else "cut from recordings with other settings than"
-        raise FineTuneError(
-            f"dataset {config.data.dataset}: {state} {config.recordings.recordings}: run `python -m tpu_demo.segment` "
-            "with this config first"
-        )
 
 
 def segment_share(config, recordings, out: Path, state) -> None:
@@ -124,6 +95,7 @@ def merge(config, recordings, out: Path) -> dict:
     (out / "metadata.csv").write_text(table.getvalue(), encoding="utf-8")
     summary = report(clips, len(recordings))
     summary["settings"] = settings_fingerprint(config.recordings, recogniser(config))
+    summary["recordings_digest"] = recordings_digest(config.recordings.recordings)
     (out / REPORT).write_text(json.dumps(summary, indent=1))
     return summary
 

@@ -228,9 +228,15 @@ def test_segment_writes_a_dataset_training_reads_and_continues_where_it_stopped(
            "max_audio_frames=128", "per_device_train_batch_size=2", *common]  # fmt: skip
     assert_ok(run_demo(tmp_path / "run", f"dataset={out}", *run, launcher=False))
     changed = run_demo(tmp_path / "run2", f"dataset={out}", *run, "min_snr_db=3", launcher=False)
-    assert changed.returncode == 1 and "cut from recordings with other settings" in changed.stderr
+    assert changed.returncode == 1 and "cut from other recordings or settings than" in changed.stderr
     never = run_demo(tmp_path / "run3", f"dataset={tmp_path / 'none'}", *run, launcher=False)
     assert never.returncode == 1 and "run `python -m tpu_demo.segment`" in never.stderr
+    # the recordings moved elsewhere are the same recordings; one more recording is not
+    moved = raw.rename(tmp_path / "moved")
+    assert_ok(run_demo(tmp_path / "run4", f"dataset={out}", *run, f"recordings={moved}", launcher=False))
+    soundfile.write(moved / "bob" / "take3.wav", say(["five"], [0.5]), RATE)
+    added = run_demo(tmp_path / "run5", f"dataset={out}", *run, f"recordings={moved}", launcher=False)
+    assert added.returncode == 1 and "cut from other recordings or settings than" in added.stderr
 
 
 @bug_on_unpatched

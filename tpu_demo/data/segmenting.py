@@ -8,6 +8,8 @@ turns `[S1]`/`[S2]` included). What is dropped, and why, is kept with what is ke
 """
 
 import difflib
+import hashlib
+import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,6 +24,8 @@ from tpu_demo.model.tokens import TEXT_TAGS
 WINDOW = 0.02  # seconds: the level of each 20 ms window decides speech or pause
 EDGE = 0.15  # seconds of a pause kept at each end of a clip (half of a shorter pause)
 TURN = re.compile(r"^\[S\d\]$")
+REPORT = "segment_report.json"  # in the dataset folder: every clip, kept or dropped, and what it was cut with
+PARTS = ".segmenting"  # one file per recording done: what makes a run resumable
 
 
 @dataclass
@@ -294,3 +298,43 @@ def report(clips: list[Clip], recordings: int) -> dict:
         "speakers": {speaker: {"clips": n, "seconds": round(s, 2)} for speaker, (n, s) in speakers.items()},
         "clips": [asdict(clip) for clip in clips],
     }
+
+
+def settings_fingerprint(recordings_args, asr_model: str) -> str:
+    """What the clips depend on besides the audio: every segmenting setting and the recogniser (not where the
+    recordings are: a moved folder is the same recordings)."""
+    settings = asdict(recordings_args) | {"segment_asr_model": asr_model, "recordings": None}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def recordings_digest(folder) -> str:
+    """Which recordings and texts a folder holds: their names and sizes (cheap to take again before training)."""
+    folder = Path(folder)
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (*AUDIO_SUFFIXES, ".txt") and p.is_file())
+    listing = [(str(p.relative_to(folder)), p.stat().st_size) for p in files]
+    return hashlib.sha256(json.dumps(listing).encode()).hexdigest()[:16]
+
+
+def recording_fingerprint(recording, settings: str) -> str:
+    stat = recording.path.stat()
+    return hashlib.sha256(f"{settings} {stat.st_size} {stat.st_mtime_ns} {recording.text}".encode()).hexdigest()[:16]
+
+
+def recogniser(config) -> str:
+    name = config.recordings.segment_asr_model or config.evaluation.eval_asr_model
+    if not name:
+        raise FineTuneError("recordings: set segment_asr_model (or eval_asr_model), the recogniser that transcribes")
+    return name
+
+
+def check_segmented(config) -> None:
+    """Training on `recordings`: refuses a `dataset` not cut from them with these settings."""
+    report = Path(config.data.dataset) / REPORT
+    found = json.loads(report.read_text()) if report.is_file() else {}
+    same = found.get("settings") == settings_fingerprint(config.recordings, recogniser(config))
+    if not (same and found.get("recordings_digest") == recordings_digest(config.recordings.recordings)):
+        state = "cut from other recordings or settings than" if found else "not cut from recordings"
+        raise FineTuneError(
+            f"dataset {config.data.dataset}: {state} {config.recordings.recordings}: run `python -m tpu_demo.segment` "
+            "with this config first"
+        )

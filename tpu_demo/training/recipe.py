@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from tpu_demo.cli import PREFIX
 from tpu_demo.config.checks import best_model_metric, spoken_held_out
 from tpu_demo.data.codes import AudioPrompts, DiaCollator, enough_for_a_step, split
+from tpu_demo.data.segmenting import check_segmented
 from tpu_demo.data.training_set import training_data
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.sample_health import data_seconds_per_char
@@ -33,7 +34,6 @@ from tpu_demo.runtime.compat import (
     name_input_embeddings,
 )
 from tpu_demo.runtime.xla_counters import XlaCounters
-from tpu_demo.segment import check_segmented
 from tpu_demo.training.best_model import BestModel
 from tpu_demo.training.checkpoint import (
     load_checkpoint,
