@@ -22,9 +22,14 @@ from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, s
 from tpu_demo.data.segmenting import (
     PARTS,
     REPORT,
+    Clip,
+    drop_unusual_pace,
+    find_recordings,
     recogniser,
     recording_fingerprint,
     recordings_digest,
+    report,
+    segment,
     settings_fingerprint,
 )
 from tpu_demo.errors import FineTuneError
@@ -46,7 +51,6 @@ def segment_share(config, recordings, out: Path, state) -> None:
     """This process's share of the recordings not done yet, each saved as one part."""
     from tqdm.auto import tqdm
 
-    from tpu_demo.data.segmenting import segment
     from tpu_demo.evaluation.intelligibility import Transcriber
 
     settings = settings_fingerprint(config.recordings, recogniser(config))
@@ -75,8 +79,6 @@ def merge(config, recordings, out: Path) -> dict:
     """Every recording's clips into metadata.csv and the report; the pace filter needs them all."""
     import csv
     import io
-
-    from tpu_demo.data.segmenting import Clip, drop_unusual_pace, report
 
     clips = []
     for recording in recordings:
@@ -116,7 +118,6 @@ def report_lines(summary: dict, out: Path) -> list[str]:
 def main(argv=None) -> int:
     refuse_unsupported_transformers()
     from tpu_demo.config.load import load_raw, parse_all
-    from tpu_demo.data.segmenting import find_recordings
 
     args = config_parser("tpu_demo.segment", __doc__.splitlines()[0]).parse_args(argv)
     try:
