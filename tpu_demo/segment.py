@@ -117,13 +117,15 @@ def report_lines(summary: dict, out: Path) -> list[str]:
 
 def main(argv=None) -> int:
     refuse_unsupported_transformers()
-    from tpu_demo.config.load import load_raw, parse_all
+    from tpu_demo.config.checks import check_config, settings
+    from tpu_demo.config.load import load_raw
 
     args = config_parser("tpu_demo.segment", __doc__.splitlines()[0]).parse_args(argv)
     try:
         raw = load_raw(args.config, args.overrides)
+        check_config(raw)
+        config = settings(raw)  # no TrainingArguments: segmenting trains nothing
         state = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
-        config = parse_all(raw)
         if not config.recordings.recordings:
             raise FineTuneError("recordings: not set: name the folder of long recordings to cut into clips")
         recogniser(config)

@@ -181,6 +181,7 @@ def snapshot(folder: Path) -> dict:
     return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 
 
+@bug_on_unpatched  # the training part stops at the state on the published release
 def test_segment_writes_a_dataset_training_reads_and_continues_where_it_stopped(tmp_path):
     raw = user_recordings(tmp_path / "podcast")
     before = snapshot(raw)
@@ -239,7 +240,6 @@ def test_segment_writes_a_dataset_training_reads_and_continues_where_it_stopped(
     assert added.returncode == 1 and "cut from other recordings or settings than" in added.stderr
 
 
-@bug_on_unpatched
 def test_two_processes_share_the_recordings_and_write_the_same_dataset(tmp_path):
     raw = user_recordings(tmp_path / "podcast")
     common = [f"recordings={raw}", f"segment_asr_model={tiny_asr(tmp_path / 'asr')}", "max_asr_cer=1000",

@@ -93,13 +93,14 @@ def test_sharded_run_resumes_exactly_and_its_outputs_load_whole(tmp_path):
 
 @require_xla
 @require_dia
-def test_data_parallel_run_resumed_mid_epoch_keeps_its_batches_sharded(tmp_path):
+@pytest.mark.parametrize("prompts", [[], ["audio_prompts=0.5", "audio_prompt_max_frames=24"]], ids=["plain", "voice"])
+def test_data_parallel_run_resumed_mid_epoch_keeps_its_batches_sharded(tmp_path, prompts):
     # the loader that skips a resumed epoch's first batches lost the batch-axis sharding: every device computed the
     # whole batch for the rest of that epoch, and the gradients were rounded differently (step 4: 0.748859167 vs
-    # 0.7488592267, the weights 1 ulp apart)
+    # 0.7488592267, the weights 1 ulp apart; with prompts too)
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     settings = ["max_steps=5", "save_steps=2", "logging_steps=1", "eval_steps=4", "max_audio_frames=48",
-                "max_text_tokens=96", "distributed_type=XLA"]  # fmt: skip
+                "max_text_tokens=96", "distributed_type=XLA", *prompts]  # fmt: skip
     assert_ok(run_demo(straight, *settings, env=FOUR_DEVICES))
     assert_ok(run_demo(resumed, *settings, "stop_after_steps=3", env=FOUR_DEVICES))
     assert_ok(run_demo(resumed, *settings, "resume_from_checkpoint=latest", env=FOUR_DEVICES))
