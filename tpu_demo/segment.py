@@ -18,7 +18,7 @@ from pathlib import Path
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
-from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
+from tpu_demo.cli import PREFIX, config_parser, fail, refuse_unsupported_transformers, say
 from tpu_demo.data.segmenting import (
     PARTS,
     REPORT,
@@ -55,18 +55,20 @@ def segment_share(config, recordings, out: Path, state) -> None:
 
     settings = settings_fingerprint(config.recordings, recogniser(config))
     parts = out / PARTS
-    parts.mkdir(parents=True, exist_ok=True)
-    todo = []
-    for recording in recordings[state.process_index :: state.num_processes]:
+    todo, share = [], recordings[state.process_index :: state.num_processes]
+    for recording in share:
         part = parts / f"{hashlib.sha256(recording.name.encode()).hexdigest()[:16]}.json"
         fingerprint = recording_fingerprint(recording, settings)
         if not (part.is_file() and json.loads(part.read_text()).get("fingerprint") == fingerprint):
             todo.append((recording, part, fingerprint))
+    if state.is_main_process and len(todo) < len(share):
+        say(f"{len(share) - len(todo)} of this process's {len(share)} recordings done before; segmenting the rest")
     if not todo:
         return
     device = str(state.device) if state.device.type == "cuda" else "cpu"  # XLA: the host CPU, as for encoding
     language = config.recordings.segment_language
     transcriber = Transcriber(recogniser(config), key="segment_asr_model", device=device, language=language)
+    parts.mkdir(parents=True, exist_ok=True)  # after the recogniser loaded: a refused run leaves nothing
     bar = tqdm(todo, desc="segmenting", unit="recording", disable=not state.is_main_process)
     for recording, part, fingerprint in bar:
         clips = segment(recording, config.recordings, transcriber, out)
@@ -140,6 +142,8 @@ def main(argv=None) -> int:
                 say(line)
     except ImportError as error:
         fail(f"recordings: {error.name} is not installed (pip install {error.name})")
+    except KeyboardInterrupt:  # each recording finished is saved: a rerun does the rest
+        sys.exit(f"{PREFIX}: interrupted; the recordings done are kept: run the same command again to continue")
     except FineTuneError as error:
         fail(error)
     state.wait_for_everyone()

@@ -145,3 +145,12 @@ def test_prompted_training_in_two_processes(tmp_path):
     assert_ok(run_demo(out, *settings))
     # every sample of the synthetic set has another to prompt it with, and every prompt fits
     assert summary(out)["audio_prompted_share"] == 1.0 and summary(out)["num_processes"] == 2
+
+
+@bug_on_unpatched
+def test_a_run_whose_prompts_never_fit_says_so(tmp_path):
+    out = tmp_path / "run"
+    result = run_demo(out, "audio_prompts=1.0", "audio_prompt_max_frames=2", "max_steps=2", launcher=False)
+    assert_ok(result)
+    assert summary(out)["audio_prompted_share"] == 0  # every synthetic clip is 6 frames or more
+    assert "audio prompts: 0% of this process's training samples had one (asked: 100%); none fitted" in result.stdout

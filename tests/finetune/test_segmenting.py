@@ -232,6 +232,8 @@ def test_segment_writes_a_dataset_training_reads_and_continues_where_it_stopped(
     assert changed.returncode == 1 and "cut from other recordings or settings than" in changed.stderr
     never = run_demo(tmp_path / "run3", f"dataset={tmp_path / 'none'}", *run, launcher=False)
     assert never.returncode == 1 and "run `python -m tpu_demo.segment`" in never.stderr
+    gone = run_demo(tmp_path / "run6", f"dataset={out}", *run, f"recordings={tmp_path / 'gone'}", launcher=False)
+    assert gone.returncode == 1 and f"recordings {tmp_path / 'gone'}: no such folder" in gone.stderr
     # the recordings moved elsewhere are the same recordings; one more recording is not
     moved = raw.rename(tmp_path / "moved")
     assert_ok(run_demo(tmp_path / "run4", f"dataset={out}", *run, f"recordings={moved}", launcher=False))
@@ -339,3 +341,33 @@ def test_the_recordings_language_goes_to_the_dataset_and_to_a_whisper(tmp_path, 
     assert transcriber.pipeline.options == {"generate_kwargs": {"language": "de"}}
     with pytest.raises(FineTuneError, match="segment_language: Whisper knows no language 'klingon'"):
         Transcriber("whisper", key="segment_asr_model", language="klingon")
+
+
+def test_an_interrupted_segmenting_says_how_to_continue_and_continues(tmp_path, monkeypatch):
+    import tpu_demo.segment
+
+    raw = user_recordings(tmp_path / "podcast")
+    args = [f"recordings={raw}", f"segment_asr_model={tiny_asr(tmp_path / 'asr')}", "max_asr_cer=1000",
+            "min_clip_seconds=0.5", "max_clip_seconds=1.2"]  # fmt: skip
+    done, segment = [], tpu_demo.segment.segment
+
+    def stopped_after_one(*arguments):
+        if done:
+            raise KeyboardInterrupt  # Ctrl-C during the second recording
+        done.append(1)
+        return segment(*arguments)
+
+    monkeypatch.setattr(tpu_demo.segment, "segment", stopped_after_one)
+    stopped = segment_command(tmp_path / "clips", *args)
+    assert stopped.returncode == 1 and "interrupted; the recordings done are kept" in stopped.stderr
+    assert "Traceback" not in stopped.stderr and not (tmp_path / "clips" / "metadata.csv").exists()
+    monkeypatch.setattr(tpu_demo.segment, "segment", segment)
+    again = segment_command(tmp_path / "clips", *args)
+    assert_ok(again)
+    assert "1 of this process's 4 recordings done before" in again.stdout
+
+
+def test_a_refused_segmenting_leaves_no_folder_behind(tmp_path):
+    raw = user_recordings(tmp_path / "podcast")
+    refused = segment_command(tmp_path / "clips", f"recordings={raw}", f"segment_asr_model={tmp_path / 'no-asr'}")
+    assert refused.returncode == 1 and "no such folder" in refused.stderr and not (tmp_path / "clips").exists()

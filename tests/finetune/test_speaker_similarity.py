@@ -48,6 +48,16 @@ def test_a_speakers_reference_is_the_mean_of_their_clips(tmp_path):
     assert torch.allclose(voices.references["ann"], mean, atol=1e-6)
 
 
+def test_a_long_clip_is_embedded_in_pieces(voices):
+    from tpu_demo.evaluation.voice import PIECE
+
+    # attention over a whole recording takes memory quadratic in its length (60 s ran a stand-in out of 22 GB)
+    long = torch.cat([tone(220, PIECE), tone(330, PIECE), tone(440, 5)])
+    pieces = [voices.embed(piece, RATE) for piece in long.split(PIECE * RATE)]
+    mean = torch.nn.functional.normalize(torch.stack(pieces).mean(0), dim=0)
+    assert torch.allclose(voices.embed(long, RATE), mean, atol=1e-6)
+
+
 def test_audio_at_another_rate_is_resampled(voices):
     pytest.importorskip("soxr")
     assert voices.similarity(tone(220, rate=44100), 44100, "ann") > 0.99

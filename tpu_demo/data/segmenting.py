@@ -329,6 +329,8 @@ def recogniser(config) -> str:
 
 def check_segmented(config) -> None:
     """Training on `recordings`: refuses a `dataset` not cut from them with these settings."""
+    if not Path(config.recordings.recordings).is_dir():
+        raise FineTuneError(f"recordings {config.recordings.recordings}: no such folder")
     report = Path(config.data.dataset) / REPORT
     found = json.loads(report.read_text()) if report.is_file() else {}
     same = found.get("settings") == settings_fingerprint(config.recordings, recogniser(config))

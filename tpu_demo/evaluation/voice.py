@@ -10,6 +10,8 @@ import torch
 
 from tpu_demo.errors import LOAD_ERRORS, FineTuneError, require_folder
 
+PIECE = 10  # seconds embedded at once
+
 
 class Voices:
     def __init__(self, name_or_path: str):
@@ -38,18 +40,25 @@ class Voices:
 
     @torch.no_grad()
     def embed(self, audio, sampling_rate: int) -> torch.Tensor | None:
-        """The unit-length speaker embedding of one clip; None when it is too short to have one."""
+        """The unit-length speaker embedding of one clip, the mean of its 10 s pieces' (attention over a whole long
+        recording would take memory quadratic in its length); None when it is too short to have one."""
         audio = torch.as_tensor(audio).float().flatten().numpy()
         rate = self.extractor.sampling_rate
         if sampling_rate != rate:
             import soxr
 
             audio = soxr.resample(audio, sampling_rate, rate)
-        if len(audio) < self.shortest:
+        pieces = [audio[start : start + PIECE * rate] for start in range(0, len(audio), PIECE * rate)]
+        pieces = [piece for piece in pieces if len(piece) >= self.shortest]
+        if not pieces:
             return None
-        # one clip, unpadded: no attention mask (WavLM's meets a deprecation warning of torch's)
-        values = self.extractor(audio, sampling_rate=rate, return_tensors="pt")["input_values"]
-        return torch.nn.functional.normalize(self.model(input_values=values).embeddings[0].float(), dim=0)
+        embeddings = []
+        for piece in pieces:
+            # one piece, unpadded: no attention mask (WavLM's meets a deprecation warning of torch's)
+            values = self.extractor(piece, sampling_rate=rate, return_tensors="pt")["input_values"]
+            embedding = self.model(input_values=values).embeddings[0].float()
+            embeddings.append(torch.nn.functional.normalize(embedding, dim=0))
+        return torch.nn.functional.normalize(torch.stack(embeddings).mean(0), dim=0)
 
     def add_references(self, clips) -> None:
         """`clips`: (speaker, audio, sampling_rate) of held-out recordings; each speaker's reference is their mean."""

@@ -428,7 +428,7 @@ class DiaFineTune:
         summary = run_summary(self, final_eval, self.elapsed)
         if accelerator.is_main_process:
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-            accelerator.print(closing_lines(summary, self.max_steps, self.output_dir))
+            accelerator.print(closing_lines(summary, self.max_steps, self.output_dir, self.config.data))
         return summary
 
     def _load_best_model(self) -> None:

@@ -52,14 +52,28 @@ def loss_text(loss) -> str:
     return "n/a (no logging step reached)" if loss is None else f"{loss:.3f}"
 
 
-def closing_lines(summary: dict, max_steps: int, output_dir: Path) -> str:
+def prompt_line(summary: dict, data) -> str:
+    """With `audio_prompts`: how many training samples had one, and why none did, when none did."""
+    share = summary["audio_prompted_share"]
+    if not data.audio_prompts or share is None:
+        return ""
+    line = f"\naudio prompts: {share:.0%} of this process's training samples had one (asked: {data.audio_prompts:.0%})"
+    if share == 0:
+        line += (
+            f"; none fitted: a prompt longer than audio_prompt_max_frames {data.audio_prompt_max_frames}, or whose "
+            f"transcript with the clip's passes max_text_tokens {data.max_text_tokens}, is not used"
+        )
+    return line
+
+
+def closing_lines(summary: dict, max_steps: int, output_dir: Path, data) -> str:
     eval_loss = "n/a" if summary["eval_loss"] is None else format(summary["eval_loss"], ".3f")
     return (
         f"{'interrupted' if summary['interrupted'] else 'done'} after {summary['steps']}/{max_steps} steps on "
         f"{summary['device']} ({summary['distributed_type']}, {summary['num_processes']} process(es)): "
         f"train loss {loss_text(summary['first_loss'])} -> {loss_text(summary['last_loss'])}, eval loss "
         f"{eval_loss} on {summary['eval_samples']} samples, {summary['train_samples_per_second']:.1f} samples/s\n"
-        f"data: {summary['data']}\n"
+        f"data: {summary['data']}{prompt_line(summary, data)}\n"
         f"model: {output_dir / 'final' if not summary['interrupted'] else '(not final)'}; checkpoints: "
         f"{output_dir / 'checkpoints'}; details: {output_dir / 'summary.json'}"
     )
