@@ -44,12 +44,15 @@ def test_a_prompted_clip_is_the_prompt_then_the_clip_with_the_prompts_loss_maske
     prompted, plain = collators(dataset)
     batch = prompted([dataset[0]])
     assert batch["prompted"] == [1]
-    prompt_text = batch_text(batch)[: -len(" [S1] clip 0.")]
-    prompt = next(dataset[i] for i in range(1, 6) if dataset[i]["text"] == prompt_text)
-    # what the collator makes of the two clips said one after the other, as `generate` continues a prompt
-    codes = torch.cat([prompt["codes"], dataset[0]["codes"]])
-    joined = {"index": 0, "text": f"{prompt['text']} [S1] clip 0.", "codes": codes}
-    expected = plain([joined])
+    # what the collator makes of the two clips said one after the other, as `generate` continues a prompt: the one
+    # prompt whose text, joined before the clip's, gives the batch's text
+    candidates = [dataset[i] for i in range(1, 6)]
+    joined = [{"index": 0, "text": f"{c['text']} [S1] clip 0.", "codes": torch.cat([c["codes"], dataset[0]["codes"]])}
+              for c in candidates]  # fmt: skip
+    ((expected, prompt),) = [
+        (plain([one]), candidate) for one, candidate in zip(joined, candidates, strict=True)
+        if torch.equal(plain([one])["input_ids"], batch["input_ids"])
+    ]  # fmt: skip
     for key in ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask"):
         assert torch.equal(batch[key], expected[key]), key
     # the labels differ exactly where they would teach a frame of the prompt: label t of channel c is frame t + 1 - c's
