@@ -102,8 +102,10 @@ def measure(run: Path, clips: Path, voices_model) -> dict:
 
 
 def similarity(voices_model, audio, reference) -> float:
+    from tpu_demo.evaluation.voice import cosine
+
     a, b = voices_model.embed(audio, RATE), voices_model.embed(reference, RATE)
-    return 0.0 if a is None or b is None else float(a @ b)
+    return 0.0 if a is None or b is None else cosine(a, b)
 
 
 def main(argv=None) -> int:

@@ -76,6 +76,16 @@ def test_stability_is_the_mean_similarity_of_every_pair_of_takes(voices):
     assert voices.stability([a, torch.zeros(0)], RATE) == 0.0  # a take that said nothing is no voice
 
 
+def test_similarities_stay_within_minus_one_and_one_despite_float_rounding(voices, monkeypatch):
+    generator = torch.Generator().manual_seed(0)
+    unit = [torch.nn.functional.normalize(torch.randn(512, generator=generator), dim=0) for _ in range(4)][-1]
+    assert float(unit @ unit) > 1  # float32 rounding of a unit vector's dot product with itself
+    monkeypatch.setattr(voices, "embed", lambda audio, rate: unit)
+    monkeypatch.setattr(voices, "references", {"ann": unit})
+    assert voices.similarity(tone(220), RATE, "ann") == 1.0 and voices.similarity(tone(220), RATE) == 1.0
+    assert voices.stability([tone(220), tone(220)], RATE) == 1.0
+
+
 def test_a_speech_model_that_is_not_a_speaker_verifier_is_refused(tmp_path):
     from tpu_demo.errors import FineTuneError
     from tpu_demo.evaluation.voice import Voices

@@ -80,11 +80,16 @@ class Voices:
         if embedding is None:
             return 0.0
         if speaker in self.references:
-            return float(embedding @ self.references[speaker])
-        return max(float(embedding @ reference) for reference in self.references.values())
+            return cosine(embedding, self.references[speaker])
+        return max(cosine(embedding, reference) for reference in self.references.values())
 
     def stability(self, clips, sampling_rate: int) -> float:
         """How alike one text sounds spoken with different seeds: the mean cosine similarity of every pair."""
         embeddings = [self.embed(audio, sampling_rate) for audio in clips]
         pairs = list(itertools.combinations(embeddings, 2))
-        return sum(0.0 if a is None or b is None else float(a @ b) for a, b in pairs) / len(pairs)
+        return sum(0.0 if a is None or b is None else cosine(a, b) for a, b in pairs) / len(pairs)
+
+
+def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Of two unit vectors, within [-1, 1] (float32 rounding can give a vector's own 1.0000001)."""
+    return float((a @ b).clamp(-1.0, 1.0))
