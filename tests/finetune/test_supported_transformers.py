@@ -14,11 +14,13 @@ ENTRY_POINTS = [
     "tpu_demo.launch",
     "tpu_demo.train",
     "tpu_demo.prepare",
+    "tpu_demo.segment",
     "tpu_demo.generate",
     "benchmarks.step",
     "benchmarks.memory",
     "benchmarks.encoding",
     "benchmarks.generation",
+    "benchmarks.voice_prompts",
 ]
 
 
@@ -48,6 +50,15 @@ def assert_refused(result, version):
 def test_an_older_release_is_refused_in_one_line(module, tmp_path):
     metadata = older_transformers_metadata(tmp_path)
     assert_refused(run_entry_point(module, launch_env(PYTHONPATH=f"{metadata}:{ROOT}")), "4.52.4")
+
+
+@pytest.mark.parametrize("module", ENTRY_POINTS)
+def test_an_entry_point_imports_nothing_of_dia_before_it_checks_the_release(module):
+    """What a release without Dia would fail to import, before the one-line refusal could be said."""
+    code = f"import sys, {module}; print(sorted(name for name in sys.modules if '.dia.' in name or 'Dia' in name))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
 
 
 @pytest.mark.skipif(TF_VERSION >= (4, 53), reason="this transformers has Dia")

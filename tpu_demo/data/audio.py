@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from transformers import DiaTokenizer
 
 from tpu_demo.errors import LOAD_ERRORS, FineTuneError, require_folder
 
@@ -261,6 +260,8 @@ def prepare(
         raise FineTuneError(f"too_long: {too_long!r} is not one of truncate, drop")
     cache = Path(cache_dir) / codec.fingerprint
     cache.mkdir(parents=True, exist_ok=True)
+    from transformers import DiaTokenizer  # here: the commands import this module before they check the release
+
     result = Prepared(items=[], max_text_tokens=max_text_tokens or 0)
     tokenizer = DiaTokenizer() if max_text_tokens else None
     kept = []
