@@ -1,10 +1,13 @@
 """docs/MATRIX.md from recorded scenarios: a row per release at a glance, and every scenario that broke the promise."""
 
+import re
+
 import transformers
 
 from harness import matrix_report
+from harness.pins import committed_series, load_pins, newest
 from harness.scenarios import all_scenarios, load, promised, record
-from tests.testing_utils import PATCHED
+from tests.testing_utils import PATCHED, ROOT
 
 
 def test_report_counts_the_promise_and_names_what_broke_it(tmp_path, monkeypatch):
@@ -40,3 +43,18 @@ def test_report_counts_the_promise_and_names_what_broke_it(tmp_path, monkeypatch
 def test_no_logs_is_an_error_not_an_empty_report(tmp_path, capsys):
     assert matrix_report.main([str(tmp_path), str(tmp_path / "MATRIX.md")]) == 1
     assert "no scenario logs" in capsys.readouterr().err and not (tmp_path / "MATRIX.md").exists()
+
+
+def test_matrix_page_has_a_row_for_every_release_the_matrix_runs():
+    """docs/MATRIX.md is stale when a pin comes or goes: its scenario table needs a fresh `tox -m matrix`, its series
+    table a fresh `tox -e applies`."""
+    text = (ROOT / "docs/MATRIX.md").read_text()
+    scenarios, applies = (text.split(f"<!-- begin {name} (generated) -->")[1].split(f"<!-- end {name} -->")[0]
+                          for name in ("scenarios", "applies"))  # fmt: skip
+    rows = re.findall(r"^\| (\d[\d.]*) \| (cpu|xla) \|", scenarios, flags=re.MULTILINE)
+    assert [release for release, device in rows if device == "cpu"] == committed_series()
+    assert [release for release, device in rows if device == "xla"] == [newest()]  # the tpu env's pin
+    assert f"out of {matrix_report.TOTAL} " in scenarios
+    series = re.findall(r"^\| (\d[\d.]*) \| yes \| F\d+ \| (yes)? \|", applies, flags=re.MULTILINE)
+    assert [release for release, _ in series] == list(load_pins())
+    assert [release for release, suite in series if suite] == committed_series()
