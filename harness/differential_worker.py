@@ -120,10 +120,11 @@ def run(program):
     with tempfile.TemporaryDirectory() as output_dir:
         for step in program:
             existing.append(bool(AcceleratorState._shared_state))
-            # arguments never build an `AcceleratorState`, so a canary in the shared dict tells kept from reset
-            watched = (step in ARGUMENTS or step == "derive(bf16)") and bool(PartialState._shared_state)
+            # arguments never build an `AcceleratorState`; an equal but distinct `device` in the shared dict stays there
+            # only if the state is kept (a key of its own would be a setting the patched release does not compare)
+            watched = (step in ARGUMENTS or step == "derive(bf16)") and "device" in PartialState._shared_state
             if watched:
-                PartialState._shared_state["_differential_canary"] = True
+                canary = PartialState._shared_state["device"] = torch.device(str(PartialState._shared_state["device"]))
             if (step in ("train", "derive(bf16)") and scope["args"] is None) or (
                 step == "use first accelerator" and not scope["accelerators"]
             ):
@@ -133,7 +134,7 @@ def run(program):
                     observed.append("ok: " + run_step(step, scope, output_dir))
                 except Exception as error:  # every outcome is an observation
                     observed.append(f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
-            kept.append(watched and PartialState._shared_state.pop("_differential_canary", False))
+            kept.append(watched and PartialState._shared_state.get("device") is canary)
     return {"observed": observed, "kept": kept, "existing": existing}
 
 

@@ -22,11 +22,10 @@ class EditError(RuntimeError):
 DOCSTRING_ENTRY = """
 
         accelerator_state_policy (`str`, *optional*, defaults to `"auto"`):
-            What to do with an accelerator state that exists before these arguments are built, such as the state of
-            an `Accelerator` created first. `"auto"` keeps it if it is the state these arguments would create (the
-            `PartialState` built for them and the `AcceleratorState` of a `Trainer` using them) and otherwise resets
-            it, warning when an `Accelerator`'s state is discarded. `"preserve"` keeps it and raises a `ValueError`
-            if it differs. `"reset"` always resets it, as before this option. Ignored with `use_configured_state`."""
+            What to do with an accelerator state that exists before these arguments, e.g. an `Accelerator`'s. `"auto"`
+            keeps it if each setting is what these arguments and a `Trainer` using them create, else resets it, with a
+            warning if an `Accelerator` made it. `"preserve"` keeps it and raises a `ValueError` if it differs.
+            `"reset"` always resets it, as before this option. Ignored with `use_configured_state`."""
 
 ELSE_OLD = """        else:
             AcceleratorState._reset_state(reset_partial_state=True)
@@ -114,7 +113,7 @@ def inserted_code(found: dict[str, bool], trainer_plugin: str = "") -> tuple[str
         )
     if not found["parallelism_config"]:
         methods[keep.name] = swap(
-            methods[keep.name], '            expected["parallelism_config"] = self.parallelism_config\n', ""
+            methods[keep.name], "parallelism_config=self.parallelism_config", "parallelism_config=None"
         )
     return field, "\n".join(methods.values()) + "\n", setup_devices
 

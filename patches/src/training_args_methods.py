@@ -11,6 +11,7 @@ from dataclasses import field
 from accelerate.state import AcceleratorState, PartialState
 from accelerate.utils import DistributedType
 from transformers.utils import logging
+from transformers.utils.generic import strtobool
 
 logger = logging.get_logger(__name__)
 
@@ -21,11 +22,7 @@ class TrainingArguments:
     accelerator_state_policy: str = field(
         default="auto",
         metadata={
-            "help": (
-                "What to do with an accelerator state that exists before these arguments, e.g. an `Accelerator`'s: "
-                "`auto` keeps it if it is the state they would create and otherwise resets it, `preserve` keeps it "
-                "and raises if it differs, `reset` always resets it."
-            ),
+            "help": "Keep a prior accelerator state if it matches (`auto`), always (`preserve`) or never (`reset`).",
             "choices": ["auto", "preserve", "reset"],
         },
     )
@@ -42,34 +39,42 @@ class TrainingArguments:
         )
 
     def _keep_accelerator_state(self, partial_state: dict, accelerator_state: dict) -> None:
-        """Puts back the state `_setup_devices` reset if it is the one these arguments create (`auto`, `preserve`)."""
+        """Puts back the state `_setup_devices` reset if each key is what these arguments create (not `reset`)."""
+        PartialState._shared_state["_from_training_args"] = True  # not a user's: discarded quietly
         if not partial_state or self.accelerator_state_policy == "reset":
             return
-        expected = {
-            key: value for key, value in PartialState._shared_state.items() if key not in ("_cpu", "fork_launched")
-        }
+        expected = dict(PartialState._shared_state)
         if accelerator_state:
-            expected["_mixed_precision"] = self.mixed_precision
-            expected["dynamo_plugin"] = self._torch_dynamo_plugin()
-            expected["parallelism_config"] = self.parallelism_config
-            if accelerator_state.get("distributed_type") == DistributedType.FSDP:
-                # what `accelerate launch --use_fsdp` sets up: a `Trainer` builds it from the same variables
+            precision = self.mixed_precision
+            expected.update(_mixed_precision=precision, dynamo_plugin=self._torch_dynamo_plugin(), device_mesh=None)
+            expected.update(parallelism_config=self.parallelism_config, deepspeed_plugins=None, torch_tp_plugin=None)
+            if "downcast_bfloat" in accelerator_state:  # TPU with bf16
+                expected["downcast_bfloat"] = bool(os.environ.get("ACCELERATE_DOWNCAST_BF16"))
+            if accelerator_state.get("distributed_type") == DistributedType.FSDP:  # a Trainer's, from the variables
                 from accelerate.utils import FullyShardedDataParallelPlugin
 
                 expected.update(distributed_type=DistributedType.FSDP, fsdp_plugin=FullyShardedDataParallelPlugin())
-        existing = partial_state | accelerator_state
-        differences = [
-            f"`{key.lstrip('_')}` is `{existing.get(key)}`, not `{value}`"
-            for key, value in expected.items()
-            if existing.get(key) != value
-        ]
-        if accelerator_state and (self.deepspeed or self.fsdp):
-            differences.append("`deepspeed` or `fsdp` needs a state built for it")
+                if precision != "no":
+                    expected["fsdp_plugin"].set_mixed_precision(precision)
+        existing, differences = partial_state | accelerator_state, []
+        for key in sorted((existing.keys() | expected.keys()) - {"_cpu", "fork_launched", "_from_training_args"}):
+            old, new = existing.get(key), expected.get(key, "(not compared)")
+            pairs = [(key, old, new)]
+            if hasattr(old, "__dataclass_fields__") and type(old) is type(new):  # a plugin: name the fields
+                pairs = [(f"{key}.{name}", value, getattr(new, name)) for name, value in vars(old).items()]
+            differences += [
+                f"`{name.lstrip('_')}` is `{old if len(str(old)) < 80 else type(old).__name__}`, not `{new}`"
+                for name, old, new in pairs
+                if old != new and getattr(old, "__code__", old) != getattr(new, "__code__", new)  # FSDP1's lambda
+            ]
+        if self.deepspeed or self.fsdp or strtobool(os.environ.get("ACCELERATE_USE_DEEPSPEED", "false")):
+            differences.append("a `Trainer` builds its own DeepSpeed or FSDP plugin from these arguments")
         if differences and self.accelerator_state_policy == "auto":
-            if accelerator_state.get("_mixed_precision"):  # an `Accelerator` was created, not only attempted
+            made_by_user = accelerator_state.get("_mixed_precision") and "_from_training_args" not in partial_state
+            if made_by_user and self.distributed_state.is_main_process:
                 logger.warning(
                     "Resetting the state of an `Accelerator` created before these `TrainingArguments`, which differ "
-                    f"from it ({'; '.join(differences)}): create it with the same settings, or after them."
+                    f"from it: {'; '.join(differences)}."
                 )
             return
         # in place: every live `PartialState` and `Accelerator` shares these dicts

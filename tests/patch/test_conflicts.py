@@ -30,7 +30,12 @@ CONFLICTS = [
         ["`no`", "`bf16`"],
     ),
     # a kept state would silently ignore the FSDP plugin the Trainer builds from the arguments
-    ("args_fsdp", {"cpu": True}, {"use_cpu": True, "fsdp": "full_shard"}, ["`deepspeed` or `fsdp` needs a state"]),
+    (
+        "args_fsdp",
+        {"cpu": True},
+        {"use_cpu": True, "fsdp": "full_shard"},
+        ["a `Trainer` builds its own DeepSpeed or FSDP plugin"],
+    ),
 ]
 
 
@@ -68,7 +73,7 @@ class ConflictTest(AccelerateStateTestCase):
         warnings = self.assert_state_discarded("auto", state_kwargs, args_kwargs)
         if PATCHED:
             (line,) = [line for line in warnings.out.splitlines() if RESET_WARNING in line]  # one line
-            for word in [*words, "create it with the same settings, or after them"]:
+            for word in [*words, "`TrainingArguments`, which differ from it: "]:
                 self.assertIn(word, line)
 
     @parameterized.expand(CONFLICTS)
@@ -114,22 +119,19 @@ class CompileAndDeviceConflictTest(AccelerateStateTestCase):
                 "state_compiles",
                 {"dynamo_backend": "eager"},
                 {},
-                "`dynamo_plugin` is `TorchDynamoPlugin(backend=<DynamoBackend.EAGER",
-                "not `TorchDynamoPlugin(backend=<DynamoBackend.NO",
+                "`dynamo_plugin.backend` is `EAGER`, not `NO`",
             ),
             (
                 "args_compile",
                 {},
                 {"torch_compile_backend": "eager"},
-                "is `TorchDynamoPlugin(backend=<DynamoBackend.NO",
-                "not `TorchDynamoPlugin(backend=<DynamoBackend.EAGER",
+                "`dynamo_plugin.backend` is `NO`, not `EAGER`",
             ),
             (
                 "other_mode",
                 {"dynamo_plugin": TorchDynamoPlugin(backend="eager", mode="reduce-overhead")},
                 {"torch_compile_backend": "eager"},
-                "mode='reduce-overhead'",
-                "mode='default'",
+                "`dynamo_plugin.mode` is `reduce-overhead`, not `default`",
             ),
         ]
     )
@@ -157,7 +159,9 @@ class CompileAndDeviceConflictTest(AccelerateStateTestCase):
         with capture_training_args_logs() as warnings:
             args = make_training_args(self.output_dir, None, use_cpu=True, max_steps=2, torch_compile_backend="eager")
         value = VALUES.get(field, plugin_kwargs[FIELDS.get(field, field)])
-        self.assert_reset_with_warning(accelerator, warnings, f"{FIELDS.get(field, field)}={value}")
+        self.assert_reset_with_warning(
+            accelerator, warnings, f"`dynamo_plugin.{FIELDS.get(field, field)}` is `{value}`"
+        )
         trainer = Trainer(model=GraphBreakRegression(), args=args, train_dataset=regression_dataset())
         self.assertEqual(trainer.accelerator.state.dynamo_plugin, TorchDynamoPlugin(backend="eager"))
         self.assertEqual(trainer.train().global_step, 2)  # `fullgraph` would refuse the graph break
@@ -167,7 +171,7 @@ class CompileAndDeviceConflictTest(AccelerateStateTestCase):
         accelerator = Accelerator(cpu=True, dynamo_plugin=TorchDynamoPlugin(backend="no", fullgraph=True))
         with capture_training_args_logs() as warnings:
             make_training_args(self.output_dir, None, use_cpu=True)
-        self.assert_reset_with_warning(accelerator, warnings, "fullgraph=True")
+        self.assert_reset_with_warning(accelerator, warnings, "`dynamo_plugin.fullgraph` is `True`, not `False`")
 
     @unittest.skipUnless(hasattr(TrainingArguments, "_torch_dynamo_plugin"), "the patched release's helper")
     def test_trainer_and_arguments_build_the_same_dynamo_plugin(self):

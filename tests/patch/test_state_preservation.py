@@ -1,5 +1,6 @@
 """A state made before `TrainingArguments`: kept, reset or refused, per policy, state maker and arguments."""
 
+import torch
 from parameterized import parameterized
 
 from harness.scenarios import ARGUMENT_VARIANTS, DEFAULT, STATE_MAKERS, all_scenarios, promised, record
@@ -20,15 +21,16 @@ class StatePreservationTest(AccelerateStateTestCase):
         state = STATE_MAKERS[maker]()
         before = (state.distributed_type, state.device, state.num_processes, state.process_index)
         device = state.device
-        canary = object()  # lives in the shared borg dict: gone if and only if the dict was cleared
-        state.__dict__["_canary"] = canary
+        # an equal but distinct device in the shared borg dict: still there if and only if the state was kept (a key
+        # of its own would be a setting the patched release does not compare, so it would reset the state)
+        canary = state.__dict__["device"] = torch.device(str(device))
 
         with capture_training_args_logs() as logged:
             try:
                 make_training_args(
                     self.output_dir, None if policy == DEFAULT else policy, **ARGUMENT_VARIANTS[arguments]()
                 )
-                outcome = "kept" if state.__dict__.get("_canary") is canary else "reset"
+                outcome = "kept" if state.__dict__.get("device") is canary else "reset"
             except ValueError as error:
                 outcome, message = "error", str(error)
         # what was seen, before it is judged: the report counts scenarios that kept the promise
@@ -47,4 +49,4 @@ class StatePreservationTest(AccelerateStateTestCase):
         else:  # `reset` asked for it (and the published release always resets), without a word
             self.assertNotIn("state", logged.out.lower())
         if outcome == "reset":
-            self.assertNotIn("_canary", state.__dict__)
+            self.assertIsNot(state.__dict__.get("device"), canary)

@@ -4,16 +4,20 @@
 
 POLICY is a value of `accelerator_state_policy` (or `default`: unset). MODE `keep` builds the arguments over the live
 state, `end_training` destroys the process group first, `fsdp_launch` builds the Accelerator as `accelerate launch
---use_fsdp` does on GPUs (FSDP from the environment; `fsdp_on_cpu` makes accelerate set it up on CPU processes), and
-`fsdp_plugin` passes an FSDP plugin of its own in code. The scenarios run one after the other in
+--use_fsdp --fsdp_version 2` does on GPUs (FSDP from the environment; `fsdp_on_cpu` makes accelerate set it up on CPU
+processes), `fsdp_launch_bf16` the same with `--mixed_precision bf16` and arguments with `bf16=True`, `fsdp1_launch_bf16`
+with `--fsdp_version 1` (its plugin looks up a GPU for `sync_module_states`: one is mocked), and `fsdp_plugin` passes an
+FSDP plugin of its own in code. The scenarios run one after the other in
 the same processes (one launch: the interpreters start once); each begins from no accelerate state, over the process
 group the previous one left.
 """
 
+import contextlib
 import json
 import os
 import sys
 from pathlib import Path
+from unittest.mock import patch
 
 from accelerate import Accelerator, PartialState
 from accelerate.state import AcceleratorState
@@ -31,18 +35,32 @@ def describe(accelerator):
     return {"type": str(state.distributed_type), "rank": state.process_index, "world": state.num_processes}
 
 
+@contextlib.contextmanager
+def gpu_host(mode):
+    """FSDP1's plugin looks up the GPU `sync_module_states` initializes on: a GPU host's answer, for `fsdp1_*`."""
+    with contextlib.ExitStack() as stack:
+        if mode.startswith("fsdp1"):
+            stack.enter_context(patch("accelerate.utils.dataclasses.is_cuda_available", return_value=True))
+            stack.enter_context(patch("torch.cuda.current_device", return_value=0))
+        yield
+
+
 def run(output_dir, policy, mode, rebuilds):
     patched = "accelerator_state_policy" in TrainingArguments.__dataclass_fields__
     extra = {"accelerator_state_policy": policy} if patched and policy != "default" else {}
     AcceleratorState._reset_state(True)
-    for variable in ("ACCELERATE_USE_FSDP", "FSDP_VERSION"):
+    for variable in ("ACCELERATE_USE_FSDP", "FSDP_VERSION", "ACCELERATE_MIXED_PRECISION"):
         os.environ.pop(variable, None)
-    if mode == "fsdp_launch":  # the variables `accelerate launch --use_fsdp --fsdp_version 2` exports
-        os.environ.update(ACCELERATE_USE_FSDP="true", FSDP_VERSION="2")
+    if mode.startswith(("fsdp_launch", "fsdp1_launch")):  # the variables `accelerate launch --use_fsdp` exports
+        os.environ.update(ACCELERATE_USE_FSDP="true", FSDP_VERSION="1" if mode.startswith("fsdp1") else "2")
+    if mode.endswith("_bf16"):
+        os.environ["ACCELERATE_MIXED_PRECISION"] = "bf16"
+        extra.update(bf16=True, use_cpu=True)  # bf16 arguments on a CPU-only host need `use_cpu`
     plugin = (
         FullyShardedDataParallelPlugin(fsdp_version=2, reshard_after_forward=False) if mode == "fsdp_plugin" else None
     )
-    accelerator = Accelerator(fsdp_plugin=plugin)
+    with gpu_host(mode):
+        accelerator = Accelerator(fsdp_plugin=plugin)
     before = describe(accelerator)
     if mode == "end_training":
         accelerator.end_training()  # destroys the process group
@@ -52,7 +70,8 @@ def run(output_dir, policy, mode, rebuilds):
     error = None
     with CaptureLogger(logging.get_logger("transformers.training_args")) as logged:
         try:
-            TrainingArguments(output_dir=output_dir, report_to="none", **extra)
+            with gpu_host(mode):
+                TrainingArguments(output_dir=output_dir, report_to="none", **extra)
         except ValueError as refused:
             error = str(refused)
     after = describe(accelerator)
