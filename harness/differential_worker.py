@@ -120,11 +120,12 @@ def run(program):
     with tempfile.TemporaryDirectory() as output_dir:
         for step in program:
             existing.append(bool(AcceleratorState._shared_state))
-            # arguments never build an `AcceleratorState`; an equal but distinct `device` in the shared dict stays there
-            # only if the state is kept (a key of its own would be a setting the patched release does not compare)
+            # arguments never build an `AcceleratorState`; an equal but distinct `device` in the shared dict stays
+            # there only if the state is kept (a key of its own would be one the patched release does not compare)
             watched = (step in ARGUMENTS or step == "derive(bf16)") and "device" in PartialState._shared_state
             if watched:
-                canary = PartialState._shared_state["device"] = torch.device(str(PartialState._shared_state["device"]))
+                device = str(PartialState._shared_state["device"])
+                canary = PartialState._shared_state["device"] = torch.device(device)
             if (step in ("train", "derive(bf16)") and scope["args"] is None) or (
                 step == "use first accelerator" and not scope["accelerators"]
             ):
