@@ -33,8 +33,9 @@ def test_every_form_of_the_inserted_code_compiles_and_follows_its_traits(values)
     field, helpers, setup_devices = EDIT.inserted_code(found)
     compile(f"class TrainingArguments:\n{field}\n{helpers}", "helpers", "exec")
     compile("def _setup_devices(self):\n" + "".join(setup_devices), "setup_devices", "exec")
-    assert ('expected["_mixed_precision"] = self.mixed_precision' in helpers) == found["mixed_precision_resolved"]
-    assert ('expected["parallelism_config"]' in helpers) == found["parallelism_config"]
+    assert ("precision = self.mixed_precision\n" in helpers) == found["mixed_precision_resolved"]
+    assert ("parallelism_config=self.parallelism_config" in helpers) == found["parallelism_config"]
+    assert ("parallelism_config=None" in helpers) != found["parallelism_config"]
     assert ("__post_init__` sets after setting up the devices" in helpers) != found["trainer_builds_dynamo_plugin"]
 
 

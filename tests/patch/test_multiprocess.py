@@ -7,7 +7,7 @@ import pytest
 from harness.scenarios import POLICIES
 from tests.testing_utils import PATCHED, RESET_WARNING, SCRIPTS, accelerate_launch, free_ports, launch_env
 
-MODES = ("keep", "end_training", "fsdp_launch", "fsdp_launch_bf16", "fsdp1_launch_bf16", "fsdp_plugin")
+MODES = ("keep", "end_training", "fsdp_launch", "fsdp_launch_bf16", "fsdp1_launch", "fsdp1_launch_bf16", "fsdp_plugin")
 SCENARIOS = [f"{policy}/{mode}" for mode in MODES for policy in POLICIES]
 pytestmark = pytest.mark.xdist_group("multiprocess")  # the checks read one launch: on one worker, it runs once
 
@@ -25,7 +25,9 @@ def ranks(tmp_path_factory):
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("mode", ["keep", "fsdp_launch", "fsdp_launch_bf16", "fsdp1_launch_bf16", "end_training"])
+@pytest.mark.parametrize(
+    "mode", ["keep", "fsdp_launch", "fsdp_launch_bf16", "fsdp1_launch", "fsdp1_launch_bf16", "end_training"]
+)
 def test_every_rank_keeps_its_state_quietly(ranks, mode, policy):
     # `fsdp_*`: a `Trainer`'s own Accelerator would build FSDP from the same variables, its plugin with the same mixed
     # precision policy (and FSDP1's `sync_module_states` initializer on the same device); `end_training`: the
