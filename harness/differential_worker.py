@@ -122,10 +122,10 @@ def run(program):
             existing.append(bool(AcceleratorState._shared_state))
             # arguments never build an `AcceleratorState`; an equal but distinct `device` in the shared dict stays
             # there only if the state is kept (a key of its own would be one the patched release does not compare)
-            watched = (step in ARGUMENTS or step == "derive(bf16)") and "device" in PartialState._shared_state
+            device = PartialState._shared_state.get("device")
+            watched = (step in ARGUMENTS or step == "derive(bf16)") and isinstance(device, torch.device)
             if watched:
-                device = str(PartialState._shared_state["device"])
-                canary = PartialState._shared_state["device"] = torch.device(device)
+                canary = PartialState._shared_state["device"] = torch.device(str(device))
             if (step in ("train", "derive(bf16)") and scope["args"] is None) or (
                 step == "use first accelerator" and not scope["accelerators"]
             ):
