@@ -1,0 +1,69 @@
+"""A `Trainer` under `accelerate launch --use_deepspeed` and `--use_fsdp` on CPU processes, after an `Accelerator`.
+
+Each case launches the program twice: with the user's `Accelerator` made before the arguments, and without one
+(nothing to reset). A `Trainer` passes its own DeepSpeed plugin and accelerate refuses one for a second `Accelerator`
+over a DeepSpeed state: that state is reset as published, with one line from the main process. An FSDP state built
+from the launch, mixed precision applied, is the one a `Trainer` builds: kept, silently. Either way the `Trainer`
+trains as it does without the user's `Accelerator`, loss for loss.
+"""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.testing_utils import PATCHED, RESET_WARNING, SCRIPTS, free_ports, launch_env
+
+require_deepspeed = pytest.mark.skipif(
+    importlib.util.find_spec("deepspeed") is None, reason="needs deepspeed (tox's patched and unpatched envs build it)"
+)
+ORDERS = ("accelerator_first", "trainer_only")
+
+
+def launch(tmp_path, flags, num_processes, env=None) -> dict[str, list[dict]]:
+    """{order: [rank 0's report, ...]} of `launched_trainer.py` under `accelerate launch FLAGS`."""
+    reports = {}
+    for order in ORDERS:
+        out = tmp_path / order
+        out.mkdir()
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", *flags, "--num_processes", str(num_processes)]
+        cmd += ["--num_machines", "1", "--dynamo_backend", "no", "--main_process_port", str(free_ports()[0])]
+        cmd += [str(SCRIPTS / "launched_trainer.py"), str(out), order]
+        result = subprocess.run(cmd, env=launch_env(**(env or {})), capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        reports[order] = [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(num_processes)]
+    return reports
+
+
+def assert_trains_as_without_a_user_accelerator(reports, kind, precision):
+    for first, after in zip(*(reports[order] for order in ORDERS), strict=True):
+        assert first["trained"].startswith("3 steps/") and f"/{kind}/{precision}/loss " in first["trained"], first
+        assert first["trained"] == after["trained"], (first, after)
+
+
+@require_deepspeed
+@pytest.mark.parametrize("num_processes", [1, 2])
+@pytest.mark.parametrize("zero_stage", [2, 3])
+def test_deepspeed_state_is_reset_and_the_trainer_trains(tmp_path, zero_stage, num_processes):
+    reports = launch(tmp_path, ["--use_deepspeed", "--zero_stage", str(zero_stage)], num_processes)
+    assert_trains_as_without_a_user_accelerator(reports, "DEEPSPEED", "no")
+    for rank, report in enumerate(reports["accelerator_first"]):
+        assert report["type"] == "DEEPSPEED" and "DeepSpeedEngine" in report["trained"]
+        assert not report["kept"]  # reset, as published
+        if PATCHED and rank == 0:  # one line, from the main process, naming why
+            (line,) = report["logged"]
+            assert RESET_WARNING in line and "`deepspeed_plugins` is `" in line and "DeepSpeed" in line, line
+        else:
+            assert report["logged"] == [], report
+
+
+@pytest.mark.parametrize("precision", ["bf16", "no"])
+def test_fsdp2_state_of_the_launch_is_kept_and_the_trainer_trains(tmp_path, precision):
+    # `ACCELERATE_USE_CPU`: what a GPU host's `Accelerator()` finds by itself, one device per process
+    flags = ["--use_fsdp", "--fsdp_version", "2", "--mixed_precision", precision]
+    reports = launch(tmp_path, flags, 2, env={"ACCELERATE_USE_CPU": "true"})
+    assert_trains_as_without_a_user_accelerator(reports, "FSDP", precision)
+    for report in reports["accelerator_first"]:
+        assert report["type"] == "FSDP" and report["kept"] == PATCHED and report["logged"] == [], report
