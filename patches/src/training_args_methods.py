@@ -50,7 +50,7 @@ class TrainingArguments:
             expected.update(parallelism_config=self.parallelism_config, deepspeed_plugins=None, torch_tp_plugin=None)
             if "downcast_bfloat" in accelerator_state:  # TPU with bf16
                 expected["downcast_bfloat"] = bool(os.environ.get("ACCELERATE_DOWNCAST_BF16"))
-            if accelerator_state.get("distributed_type") == DistributedType.FSDP:  # a Trainer's, from the variables
+            if accelerator_state.get("distributed_type") == DistributedType.FSDP:  # `accelerate launch --use_fsdp`
                 from accelerate.utils import FullyShardedDataParallelPlugin
 
                 expected.update(distributed_type=DistributedType.FSDP, fsdp_plugin=FullyShardedDataParallelPlugin())
