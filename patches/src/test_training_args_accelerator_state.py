@@ -12,7 +12,6 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 import os
-import subprocess
 import sys
 import unittest
 from unittest.mock import patch
@@ -23,8 +22,10 @@ from transformers import TrainingArguments, is_torch_available
 from transformers.testing_utils import (
     CaptureLogger,
     TestCasePlus,
+    execute_subprocess_async,
     get_torch_dist_unique_port,
     require_accelerate,
+    require_optuna,
     require_torch,
 )
 from transformers.utils import is_accelerate_available, logging
@@ -152,19 +153,34 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         cmd = f"{sys.executable} -m torch.distributed.run --nproc_per_node 2 --master_port {port} {__file__}".split()
         env = self.get_env()
         env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", OUTPUT_DIR=self.get_auto_remove_tmp_dir())
-        result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        self.assertEqual(result.stdout.count("of 2: distributed"), 2)
+        result = execute_subprocess_async(cmd, env=env, timeout=300)
+        self.assertEqual(sum("of 2: distributed" in line for line in result.stdout), 2)
 
-    def test_hyperparameter_search_sequence(self):
-        # Successive trials must each train with the state their arguments ask for: a changed setting gets a fresh
-        # state, an unchanged one keeps the state of the previous trial.
-        for trial, (bf16, learning_rate) in enumerate([(False, 1e-3), (True, 1e-3), (True, 1e-2)]):
+    def test_successive_arguments_with_other_settings(self):
+        # A notebook that reruns its cell with another setting: each `Trainer` trains with the state its arguments
+        # ask for, a changed setting gets a fresh state, an unchanged one keeps the state of the previous run
+        for run, (bf16, learning_rate) in enumerate([(False, 1e-3), (True, 1e-3), (True, 1e-2)]):
             args = self.make_args(bf16=bf16, learning_rate=learning_rate, max_steps=2, per_device_train_batch_size=4)
             trainer = Trainer(model=TinyRegression(), args=args, train_dataset=TinyRegressionDataset())
             trainer.train()
-            self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if bf16 else "no", f"trial {trial}")
+            self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if bf16 else "no", f"run {run}")
             self.assertEqual(trainer.state.global_step, 2)
+
+    @require_optuna
+    def test_hyperparameter_search(self):
+        # Trials set their values on the same arguments, whose devices are set up once: each trains, and an
+        # `Accelerator` made before keeps its state
+        def hp_space(trial):
+            return {"learning_rate": trial.suggest_float("learning_rate", 1e-3, 1e-1, log=True), "max_steps": 2}
+
+        accelerator = Accelerator(cpu=True)
+        args = self.make_args(per_device_train_batch_size=4, eval_strategy="no")
+        data = TinyRegressionDataset()
+        trainer = Trainer(model_init=TinyRegression, args=args, train_dataset=data, eval_dataset=data)
+        best = trainer.hyperparameter_search(backend="optuna", direction="minimize", hp_space=hp_space, n_trials=2)
+        self.assertIsNotNone(best.objective)
+        self.assertEqual(trainer.state.global_step, 2)
+        self.assertEqual(accelerator.distributed_type, DistributedType.NO)
 
     def test_accelerator_survives_trainer(self):
         accelerator = Accelerator(cpu=True)

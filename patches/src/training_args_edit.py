@@ -96,7 +96,8 @@ def inserted_code(found: dict[str, bool], trainer_plugin: str = "") -> tuple[str
         return text.replace(old, new)
 
     field = lines_of(newest.pop("accelerator_state_policy"))
-    setup_devices = [lines_of(node) for node in newest.pop("_setup_devices").body]
+    validate = "".join(lines_of(node) for node in newest.pop("_validate_args").body) + "\n"
+    setup_devices = [validate] + [lines_of(node) for node in newest.pop("_setup_devices").body]
     methods = {name: lines_of(node) for name, node in newest.items()}
     plugin, keep = newest["_torch_dynamo_plugin"], newest["_keep_accelerator_state"]
     if not found["trainer_builds_dynamo_plugin"]:
@@ -140,9 +141,10 @@ def edit(text: str, version: str, trainer: str) -> str:
     text = _insert_after(
         text, r"^ +return timedelta\(seconds=self\.ddp_timeout\)\n\n", helpers, "the helpers", version
     )
-    text = _insert_after(
-        text, r'^        logger\.info\("PyTorch: setting up devices"\)\n', validate, "the policy check", version
-    )
+    # before the first of the release's value checks, in `_validate_args` (5.14+) or `__post_init__`
+    comments = r"(?:        #[^\n]*\n)*"
+    check = r"        if self\.logging_strategy == IntervalStrategy\.STEPS and self\.logging_steps == 0:"
+    text = _insert_after(text, rf"^\n(?={comments}{check})", validate, "the policy check", version)
     # the reset stays, as the `else:` branch; the state is set aside before it
     else_line, reset_line = ELSE_OLD.splitlines(keepends=True)
     else_new = else_line + textwrap.indent(set_aside, "    ") + reset_line

@@ -87,12 +87,15 @@ class TrainingArguments:
                 f"arguments: {'; '.join(differences)}. Match the settings or use `accelerator_state_policy='reset'`."
             )
 
-    def _setup_devices(self):
-        # the statements the fix adds to the release's `_setup_devices`, in order: after it logs "setting up devices",
-        # before it resets the state (no `use_configured_state`), and after it builds the fresh `PartialState`
+    def _validate_args(self):
+        # the statements the fix adds to the release's value checks (`_validate_args`, or `__post_init__` before 5.14)
         if self.accelerator_state_policy not in ("auto", "preserve", "reset"):
             policy = self.accelerator_state_policy
             raise ValueError(f"`accelerator_state_policy` must be 'auto', 'preserve' or 'reset', not {policy!r}.")
+
+    def _setup_devices(self):
+        # the statements the fix adds to the release's `_setup_devices`, in order: before it resets the state
+        # (no `use_configured_state`), and after it builds the fresh `PartialState`
         existing_state = dict(PartialState._shared_state), dict(AcceleratorState._shared_state)
         self._keep_accelerator_state(*existing_state)
 

@@ -54,7 +54,11 @@ def test_the_edit_gives_what_the_committed_fix_gives(version, tmp_path):
 @pytest.mark.parametrize(
     "anchor, what, found",
     [
-        ('        logger.info("PyTorch: setting up devices")\n', "the policy check", "not found"),
+        (
+            "        if self.logging_strategy == IntervalStrategy.STEPS and self.logging_steps == 0:",
+            "the policy check",
+            "not found",
+        ),
         (EDIT.ELSE_OLD, "the state reset", "found 2 times"),
     ],
 )

@@ -1,7 +1,13 @@
-"""Successive TrainingArguments with different settings (what hyperparameter search does) must each train."""
+"""Hyperparameter search: `Trainer.hyperparameter_search` (trial settings set on the same arguments, whose devices
+are set up once) and successive `TrainingArguments` with different settings each train as on the published release."""
 
+import unittest
+
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState
 from parameterized import parameterized
 from transformers import Trainer
+from transformers.integrations import is_optuna_available
 
 from tests.testing_utils import (
     PATCHED,
@@ -43,3 +49,44 @@ class HyperparameterSearchTest(AccelerateStateTestCase):
             return
         with self.assertRaisesRegex(ValueError, "`mixed_precision` is `no`, not `bf16`"):
             self.run_trials("preserve")
+
+
+def hp_space(trial):
+    return {
+        "learning_rate": trial.suggest_float("learning_rate", 1e-3, 1e-1, log=True),
+        "per_device_train_batch_size": trial.suggest_categorical("per_device_train_batch_size", [4, 8]),
+        "max_steps": trial.suggest_int("max_steps", 2, 4),
+    }
+
+
+@unittest.skipUnless(is_optuna_available(), "needs optuna (the test extra)")
+class TrainerHyperparameterSearchTest(AccelerateStateTestCase):
+    def search(self, policy, accelerator_first):
+        import optuna
+
+        accelerator = Accelerator(cpu=True) if accelerator_first else None
+        args = make_training_args(self.output_dir, policy, use_cpu=True, eval_strategy="no", seed=0)
+        data = regression_dataset()
+        trainer = Trainer(model_init=TinyRegression, args=args, train_dataset=data, eval_dataset=data)
+        losses = []  # one per finished trial, from the evaluation each trial ends with
+        best = trainer.hyperparameter_search(
+            backend="optuna",
+            direction="minimize",
+            hp_space=hp_space,
+            n_trials=3,
+            compute_objective=lambda metrics: losses.append(metrics["eval_loss"]) or metrics["eval_loss"],
+            sampler=optuna.samplers.RandomSampler(seed=0),
+        )
+        return best, losses, accelerator
+
+    @parameterized.expand(
+        [(f"{policy or 'default'}_{first}", policy, first) for policy in (None, "auto", "reset") for first in (0, 1)]
+    )
+    def test_each_trial_trains_as_with_reset(self, _, policy, accelerator_first):
+        best, losses, accelerator = self.search(policy, accelerator_first)
+        self.assertEqual(len(losses), 3)
+        AcceleratorState._reset_state(True)
+        self.assertEqual(losses, self.search("reset", accelerator_first)[1])  # the policy changes no trial
+        self.assertEqual(best.objective, min(losses))
+        if accelerator:
+            self.assertTrue(hasattr(accelerator.state, "distributed_type"))

@@ -50,3 +50,10 @@ class SwitchSourcesTest(AccelerateStateTestCase):
         with self.assertRaisesRegex(ValueError, "`accelerator_state_policy` must be 'auto', 'preserve' or 'reset'"):
             TrainingArguments(output_dir=self.output_dir, accelerator_state_policy=value)
         self.assertTrue(hasattr(accelerator.state, "distributed_type"))  # refused before anything was touched
+
+    @bug_on_unpatched
+    def test_bad_value_is_refused_with_the_other_argument_checks(self):
+        # before `__post_init__` reads `accelerator_config` or sets up the devices, as its value checks are
+        missing = os.path.join(self.output_dir, "missing.json")
+        with self.assertRaisesRegex(ValueError, "`accelerator_state_policy` must be"):
+            TrainingArguments(output_dir=self.output_dir, accelerator_state_policy="keep", accelerator_config=missing)
