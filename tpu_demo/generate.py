@@ -26,6 +26,9 @@ from tpu_demo.evaluation.samples import (
     write_wav,
 )
 from tpu_demo.training.checkpoint import read_sharded_weights, sharded_checkpoint
+from tpu_demo.training.outputs import settings_path
+
+UNKNOWN_RUN_FRAMES = 1720  # the default without the run's settings: 20 s at the 44.1 kHz DAC's 86 frames per second
 
 
 def find_processor(model_dir: Path, given: str | None):
@@ -96,7 +99,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--speaker_model",
         help="a speaker-verification (x-vector) model folder, as eval_speaker_model: each WAV's speaker similarity to "
-        "the --reference clips is printed",
+        "the --reference clips is printed (default: the run's eval_speaker_model, when it had one)",
     )
     parser.add_argument(
         "--reference", action="append", help="a clip of the voice to compare with (repeat it; default: --audio_prompt)"
@@ -104,9 +107,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--max_new_tokens",
         type=positive,
-        default=1720,
-        help="audio frames at most (default %(default)s: 20 s at the 44.1 kHz DAC's 86 frames per second; a codec's "
-        "frames per second are its sampling rate / hop length)",
+        help="audio frames at most (default: the run's max_audio_frames, the longest audio it trained on, plus the "
+        f"codebooks' delay, 15 for Dia; without the run's {settings_path('').name}, {UNKNOWN_RUN_FRAMES}: 20 s at the "
+        "44.1 kHz DAC's 86 frames per second; a codec's frames per second are its sampling rate / hop length)",
     )
     parser.add_argument("--seed", type=int, default=0)
     for key, default in DIA_SAMPLING.items():
@@ -125,34 +128,63 @@ def main(argv=None) -> int:
     return 0
 
 
-def training_seconds_per_char(model_dir: Path):
-    """The range of seconds per character of the data the model was trained on, from its run's summary.json (beside
-    final/, or above checkpoints/step-N); None when it is not there."""
-    for summary in (model_dir.parent / "summary.json", model_dir.parent.parent / "summary.json"):
-        if summary.is_file():
+def run_record(model_dir: Path, name: str) -> dict:
+    """The model's run's `name` (summary.json, settings.json), beside final/ or above checkpoints/step-N; empty when
+    it is not there (a model from elsewhere, or a run older than the file)."""
+    for record in (model_dir.parent / name, model_dir.parent.parent / name):
+        if record.is_file():
             try:
-                return json.loads(summary.read_text()).get("data_seconds_per_char")
+                return json.loads(record.read_text())
             except json.JSONDecodeError:
-                return None
-    return None
+                return {}
+    return {}
 
 
-def reference_voices(args):
-    """`Voices` with the reference clips' voice (one speaker), or None without `--speaker_model`."""
+def training_seconds_per_char(model_dir: Path):
+    """The range of seconds per character of the data the model was trained on, from its run's summary.json; None
+    when it is not there."""
+    return run_record(model_dir, "summary.json").get("data_seconds_per_char")
+
+
+def default_max_frames(run: dict, model) -> int:
+    """As long as the run's samples may be: the longest audio it trained on and the delayed codebooks' tail (a
+    longer budget only gives a model that misses its EOS more time to babble)."""
+    frames = run.get("max_audio_frames")
+    return frames + max(model.config.delay_pattern) if frames else UNKNOWN_RUN_FRAMES
+
+
+def speaker_model(args, run: dict) -> str | None:
+    """`--speaker_model`, else the run's `eval_speaker_model` while it is there (a copied run may have left it)."""
+    if args.speaker_model:
+        return args.speaker_model
+    recorded = run.get("eval_speaker_model")
+    if recorded and Path(recorded).is_absolute() and not Path(recorded).is_dir():
+        say(f"warning: the run's eval_speaker_model {recorded} is not here: no speaker similarity", file=sys.stderr)
+        return None
+    return recorded
+
+
+def reference_voices(args, run: dict):
+    """`Voices` with the reference clips' voice (one speaker), or None without a speaker model or, for the run's,
+    without a voice to compare with."""
     from tpu_demo.data.audio import load_audio
     from tpu_demo.evaluation.voice import Voices
 
     references = args.reference or ([args.audio_prompt] if args.audio_prompt else [])
-    if not args.speaker_model:
+    model = speaker_model(args, run) if args.speaker_model or references else None
+    if not model:
         if args.reference:
-            raise FineTuneError("--reference: set, but there is no --speaker_model to compare voices with")
+            raise FineTuneError(
+                "--reference: set, but there is no --speaker_model (nor a run's eval_speaker_model) to compare voices "
+                "with"
+            )
         return None
     if not references:
         raise FineTuneError("--speaker_model: needs --reference clips (or an --audio_prompt) of the voice to compare")
     missing = [clip for clip in references if not Path(clip).is_file()]
     if missing:
         raise FineTuneError(f"--reference {missing[0]} does not exist")
-    voices = Voices(args.speaker_model)
+    voices = Voices(model)
     rate = voices.extractor.sampling_rate
     voices.add_references([(None, load_audio(clip, rate)[0], rate) for clip in references])
     return voices
@@ -172,7 +204,8 @@ def generate(args) -> list[tuple[Path, float, list[str], float | None]]:
         raise FineTuneError(
             f"{model_dir} is a run's output folder: give {model_dir / 'final'} or one of its checkpoints"
         )
-    voices = reference_voices(args)  # before the model: a wrong clip is told at once
+    run = run_record(model_dir, settings_path("").name)
+    voices = reference_voices(args, run)  # before the model: a wrong clip is told at once
     processor = find_processor(model_dir, args.processor)
     model = load_model(model_dir, args.base_model).to(generation_device())
     texts = check_prompts(args.texts, processor.tokenizer, model.config.encoder_config.max_position_embeddings)
@@ -182,9 +215,10 @@ def generate(args) -> list[tuple[Path, float, list[str], float | None]]:
         if not Path(args.audio_prompt).is_file():
             raise FineTuneError(f"--audio_prompt {args.audio_prompt} does not exist")
         prompt, _ = load_audio(args.audio_prompt, rate)
+    frames = args.max_new_tokens or default_max_frames(run, model)
     torch.manual_seed(args.seed)
     results = generate_checked(
-        model, processor, texts, args.max_new_tokens, generation_settings(model, overrides), prompt,
+        model, processor, texts, frames, generation_settings(model, overrides), prompt,
         args.audio_prompt_text or "", training_seconds_per_char(model_dir),
     )  # fmt: skip
     written = []

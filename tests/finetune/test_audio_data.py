@@ -186,7 +186,7 @@ def test_a_saved_datasets_folder_is_read_from_its_bytes(tmp_path):
     dataset.save_to_disk(str(tmp_path / "saved"))
     shutil.rmtree(tmp_path / "made")  # the folder holds the audio itself
     rows = read_saved_dataset(tmp_path / "saved")
-    assert [row.prompt for row in rows] == ["[en] [S1] hello", "[S1] good morning", "[de] [S1] thank you"]
+    assert [row.prompt for row in rows] == ["[S1] hello", "[S1] good morning", "[de] [S1] thank you"]  # en: no tag
     prepared = prepare(rows, Codec(str(tiny_codec(tmp_path / "codec"))), tmp_path / "cache", 10_000, "truncate")
     assert prepared.encoded == 3
 

@@ -36,6 +36,7 @@ CONFLICTS = [
     (["report_to=[comet_ml]"], "report_to: comet_ml not installed here"),
     (["fp16=true"], "fp16: not read by this fine-tuner; use mixed_precision: fp16"),
     (["unknown_key=1"], "unknown config keys: unknown_key"),
+    (["audio_prompt=0.5"], "unknown config keys: audio_prompt (did you mean `audio_prompts`?)"),
 ]
 
 

@@ -2,11 +2,12 @@
 plumbing, not its accuracy), and CER/WER by jiwer against what the model was asked to say."""
 
 import math
+import re
 
 import pytest
 import torch
 
-from tests.demo_utils import assert_ok, metrics, run_demo, summary, tiny_asr, tiny_codec
+from tests.demo_utils import assert_ok, metrics, run_demo, summary, tiny_asr, tiny_codec, tiny_speaker_model
 from tests.testing_utils import bug_on_unpatched, require_dia
 
 pytestmark = require_dia
@@ -41,6 +42,53 @@ def test_the_transcriber_takes_audio_at_any_rate(tmp_path):
     transcriber = Transcriber(str(tiny_asr(tmp_path / "asr")))
     tone = torch.sin(2 * math.pi * 220 * torch.arange(44100) / 44100)
     assert isinstance(transcriber(tone, 44100), str) and transcriber(torch.zeros(0), 16000) == ""
+
+
+def test_a_hub_id_while_offline_is_named_as_such(monkeypatch):
+    from huggingface_hub import constants
+
+    from tpu_demo.errors import FineTuneError
+    from tpu_demo.evaluation.intelligibility import Transcriber
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # read once, at import
+    message = (
+        "segment_asr_model nobody/no-recogniser: not a local folder, and the hub is offline (HF_HUB_OFFLINE is set): "
+        "give a folder a recogniser was saved to with save_pretrained"
+    )
+    with pytest.raises(FineTuneError, match=f"^{re.escape(message)}"):
+        Transcriber("nobody/no-recogniser", key="segment_asr_model")
+
+
+def speech_encoder(folder):
+    """A recogniser's folder (processor and all) whose weights are the bare encoder's: the pipeline loads it."""
+    from transformers import Wav2Vec2Config, Wav2Vec2Model
+
+    folder = tiny_asr(folder)
+    (folder / "model.safetensors").unlink()
+    Wav2Vec2Model(Wav2Vec2Config.from_pretrained(folder)).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "make, found",
+    [
+        (tiny_speaker_model, "WavLMForXVector (model type wavlm)"),  # no tokenizer: the pipeline does not load it
+        (speech_encoder, "Wav2Vec2Model (model type wav2vec2)"),  # loaded, under a random CTC head
+    ],
+    ids=["speaker_model", "encoder_without_head"],
+)
+def test_a_speech_model_that_is_no_recogniser_is_refused_in_one_line(tmp_path, capfd, make, found):
+    from tpu_demo.errors import FineTuneError
+    from tpu_demo.evaluation.intelligibility import Transcriber
+
+    folder = make(tmp_path / "model")
+    capfd.readouterr()
+    message = f"eval_asr_model {folder}: holds a {found}, not a speech recogniser (no CTC or speech-to-text head): "
+    with pytest.raises(FineTuneError, match=f"^{re.escape(message)}give a Whisper or a CTC model"):
+        Transcriber(str(folder))
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err == ""  # no load report of transformers', no progress bar
 
 
 @bug_on_unpatched

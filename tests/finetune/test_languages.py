@@ -40,3 +40,15 @@ def test_bytes_per_character_and_cut_transcripts_per_language():
         "text [ja]: 1 transcripts, 3.00 UTF-8 bytes (Dia tokens) per character, 0 (0%) longer than max_text_tokens 40:"
         " dropped",
     ]
+
+
+def test_english_is_not_tagged_in_training_texts_nor_in_sample_prompts():
+    # Dia learned English without a tag, and texts given to generate carry none: an [en] would be news to it
+    from tpu_demo.data.audio import ManifestRow
+    from tpu_demo.evaluation.samples import prompt_text
+
+    languages = ["en", "en-GB", "EN_us", "english", "de", None]
+    prompts = [ManifestRow(1, Path("1.wav"), "[S1] Hi.", language=language).prompt for language in languages]
+    assert prompts == ["[S1] Hi."] * 4 + ["[de] [S1] Hi.", "[S1] Hi."]
+    said = [prompt_text({"text": "Hi.", "speaker": "S1", "language": language}) for language in languages]
+    assert said == prompts

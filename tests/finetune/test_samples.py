@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.demo_utils import assert_ok, generate, summary
+from tests.demo_utils import assert_ok, generate, run_demo, run_main, summary, tiny_codec, tiny_speaker_model
 from tests.testing_utils import bug_on_unpatched, require_dia
 
 soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
@@ -85,6 +85,49 @@ def test_generate_refuses_bad_input_clearly(two_process_run, tmp_path, case, mes
     generated = generate(*args, "--out", tmp_path / "x.wav")
     assert generated.returncode == 1 and message in generated.stderr and "Traceback" not in generated.stderr
     assert not (tmp_path / "x.wav").exists()
+
+
+@pytest.fixture(scope="module")
+def speaker_model_run(tmp_path_factory):
+    """One process, in this one: a run that compared voices with a speaker model and trained on 16 frames at most."""
+    root = tmp_path_factory.mktemp("speaker_model_run")
+    settings = [f"codec={tiny_codec(root / 'codec')}", f"eval_speaker_model={tiny_speaker_model(root / 'sv')}",
+                "max_audio_frames=16", "max_steps=2", "save_steps=1", "eval_steps=2"]  # fmt: skip
+    assert_ok(run_demo(root / "run", *settings, launcher=False))
+    voice = root / "voice.wav"
+    soundfile.write(voice, [0.1, -0.1] * 8000, 16000)
+    return root / "run", voice
+
+
+@bug_on_unpatched
+@pytest.mark.parametrize("source", ["final", "checkpoints/step-1"])
+def test_generate_compares_with_the_runs_speaker_model_by_default(speaker_model_run, tmp_path, source):
+    out, voice = speaker_model_run
+    compared = generate(out / source, "[S1] Hi.", "--out", tmp_path / "said.wav", "--reference", voice)
+    assert_ok(compared)
+    assert "speaker similarity" in compared.stdout
+    alone = generate(out / source, "[S1] Hi.", "--out", tmp_path / "alone.wav")  # no voice to compare with
+    assert_ok(alone)
+    assert "speaker similarity" not in alone.stdout
+
+
+@bug_on_unpatched
+def test_generate_speaks_at_most_as_long_as_the_run_trained_unless_told(speaker_model_run, tmp_path, monkeypatch):
+    import tpu_demo.generate
+
+    out, _ = speaker_model_run
+    asked, real = [], tpu_demo.generate.generate_checked
+
+    def spied(model, processor, texts, max_new_tokens, *args):
+        asked.append(max_new_tokens)
+        return real(model, processor, texts, max_new_tokens, *args)
+
+    monkeypatch.setattr(tpu_demo.generate, "generate_checked", spied)
+    for extra in ([], ["--max_new_tokens", "20"]):
+        assert_ok(run_main(tpu_demo.generate.main, [out / "final", "[S1] Hi.", "--out", tmp_path / "x.wav", *extra]))
+    assert asked == [16 + 15, 20]  # max_audio_frames and Dia's delay pattern's tail; the command line wins
+    helped = run_main(tpu_demo.generate.main, ["--help"])
+    assert "(default: the run's max_audio_frames, the longest audio it trained on" in " ".join(helped.stdout.split())
 
 
 def test_prompt_longer_than_the_text_length_is_named():

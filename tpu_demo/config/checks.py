@@ -4,6 +4,7 @@ recipe then reads a valid config. What depends on a file's contents (a model fol
 the file is read."""
 
 import dataclasses
+import difflib
 import importlib.util
 from types import SimpleNamespace
 
@@ -159,7 +160,16 @@ def refuse_unknown_keys(raw: dict) -> None:
             "huggingface/transformers#40376 (install the patched transformers: `tox -e demo`)"
         )
     if unknown:
-        raise FineTuneError(f"unknown config keys: {', '.join(unknown)}")
+        raise FineTuneError(f"unknown config keys: {', '.join(unknown)}{nearest_known(unknown, known)}")
+
+
+def nearest_known(unknown: list[str], known: set[str]) -> str:
+    """A hint naming the known key closest to the first unknown one that has a close match: a typo, or a key
+    written in the singular."""
+    for key in unknown:
+        if close := difflib.get_close_matches(key, sorted(known), n=1):
+            return f" (did you mean `{close[0]}` for {key}?)" if len(unknown) > 1 else f" (did you mean `{close[0]}`?)"
+    return ""
 
 
 def refuse_unused_training_arguments(raw: dict) -> None:

@@ -3,8 +3,9 @@
 Manifests in the layouts users have are read by `tpu_demo.data.layouts`. A `datasets` folder written by `save_to_disk`
 (an `Audio` column `audio` and a `text` column) works too; its audio is read from the stored bytes, never decoded by
 `datasets`. WAV, FLAC, MP3 and OGG at any rate, mono or stereo (downmixed), are resampled to the codec's rate (soxr)
-and encoded with a transformers `DacModel`. A `language` becomes a `[xx]` tag at the start of the text; `speaker`
-names whose voice `eval_speaker_model` compares samples with (it is not used in training).
+and encoded with a transformers `DacModel`. A `language` other than English becomes a `[xx]` tag at the start of the
+text (Dia learned English untagged); `speaker` names whose voice `eval_speaker_model` compares samples with (it is
+not used in training).
 """
 
 import hashlib
@@ -16,6 +17,7 @@ from pathlib import Path
 import torch
 
 from tpu_demo.errors import LOAD_ERRORS, FineTuneError, require_folder
+from tpu_demo.model.tokens import with_language
 
 
 @dataclass
@@ -33,7 +35,7 @@ class ManifestRow:
 
     @property
     def prompt(self) -> str:
-        return f"[{self.language}] {self.text}" if self.language else self.text
+        return with_language(self.text, self.language)
 
 
 def read_saved_dataset(folder: Path) -> list[ManifestRow]:

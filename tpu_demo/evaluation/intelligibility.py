@@ -2,11 +2,13 @@
 speech-recognition model, e.g. a Whisper), and their character and word error rates against the text they were asked
 to say, computed by jiwer on normalised text (case, punctuation, speaker and language tags do not count)."""
 
+import contextlib
 import re
+from pathlib import Path
 
 import torch
 
-from tpu_demo.errors import FineTuneError, require_folder
+from tpu_demo.errors import FineTuneError, hub_unreachable, require_folder
 from tpu_demo.model.tokens import TEXT_TAGS
 from tpu_demo.runtime.compat import LOAD_ERRORS
 
@@ -42,12 +44,12 @@ class Transcriber:
 
         require_folder(key, name_or_path)
         try:
-            self.pipeline = pipeline("automatic-speech-recognition", model=name_or_path, device=device)
+            with quiet_transformers():  # a wrong model's load report runs over many lines: said in one below
+                self.pipeline = pipeline("automatic-speech-recognition", model=name_or_path, device=device)
         except LOAD_ERRORS as error:
-            said = " ".join(str(error).split())  # transformers' messages run over several lines
-            raise FineTuneError(
-                f"{key} {name_or_path}: not a speech recogniser transformers loads ({said[:300]})"
-            ) from None
+            raise FineTuneError(load_failure(name_or_path, key, error)) from None
+        if wrong := not_a_recogniser(name_or_path, key, self.pipeline.model.config):
+            raise FineTuneError(wrong)
         self.sampling_rate = self.pipeline.feature_extractor.sampling_rate
         self.options = {}
         if language and self.pipeline.model.config.model_type == "whisper":
@@ -67,3 +69,64 @@ class Transcriber:
 
             audio = soxr.resample(audio, sampling_rate, self.sampling_rate)
         return self.pipeline({"raw": audio, "sampling_rate": self.sampling_rate}, **self.options)["text"].strip()
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """transformers' warnings and progress bars off: a probe of a model folder reports in one line of its own, not in
+    transformers' multi-line load reports."""
+    from transformers.utils import logging
+
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
+
+
+def recogniser_architectures() -> set[str]:
+    """The model classes the speech-recognition pipeline runs: a CTC head, or a speech-to-text decoder."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CTC_MAPPING_NAMES,
+        MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES,
+    )
+
+    speech_to_text = {kind: name for kind, name in MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES.items() if kind != "dia"}
+    return {*MODEL_FOR_CTC_MAPPING_NAMES.values(), *speech_to_text.values()}  # Dia is listed, but speaks text
+
+
+def not_a_recogniser(name_or_path: str, key: str, config) -> str | None:
+    """What the folder holds when the model class it was saved as is not a recogniser's (of another speech model, the
+    pipeline would load the encoder under a random head, with a warning only); None when it is, or is not named."""
+    architectures = getattr(config, "architectures", None) or []
+    if not architectures or set(architectures) & recogniser_architectures():
+        return None
+    return (
+        f"{key} {name_or_path}: holds a {', '.join(architectures)} (model type {config.model_type}), not a speech "
+        "recogniser (no CTC or speech-to-text head): give a Whisper or a CTC model such as Wav2Vec2ForCTC, saved "
+        "with save_pretrained"
+    )
+
+
+def load_failure(name_or_path: str, key: str, error: Exception) -> str:
+    """Why a recogniser did not load, in one line: a hub id that cannot be fetched, or a folder of another kind of
+    model (which often lacks the tokenizer a recogniser has), is named as such."""
+    unreachable = None if Path(name_or_path).expanduser().is_dir() else hub_unreachable(error)
+    if unreachable:
+        return (
+            f"{key} {name_or_path}: not a local folder, and {unreachable}: give a folder a recogniser was saved to "
+            "with save_pretrained (its model and processor)"
+        )
+    from transformers import AutoConfig
+
+    try:
+        with quiet_transformers():
+            wrong = not_a_recogniser(name_or_path, key, AutoConfig.from_pretrained(name_or_path))
+    except LOAD_ERRORS:
+        wrong = None  # no config either: transformers' own words below
+    said = " ".join(str(error).split())  # transformers' messages run over several lines
+    return wrong or f"{key} {name_or_path}: not a speech recogniser transformers loads ({said[:300]})"

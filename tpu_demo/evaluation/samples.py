@@ -13,7 +13,7 @@ from tpu_demo.config.arguments import check_sampling
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.intelligibility import error_rates
 from tpu_demo.evaluation.sample_health import limit_frames, sample_health
-from tpu_demo.model.tokens import AUDIO_BOS, AUDIO_PAD, CODEBOOK_SIZE
+from tpu_demo.model.tokens import AUDIO_BOS, AUDIO_PAD, CODEBOOK_SIZE, with_language
 from tpu_demo.runtime.spmd import host_copy
 from tpu_demo.training.outputs import prompt_name, sample_path
 
@@ -22,7 +22,8 @@ DIA_SAMPLING = {"guidance_scale": 3.0, "temperature": 1.8, "top_p": 0.90, "top_k
 
 
 def prompt_text(item) -> str:
-    """A prompt is a text, or a mapping with `text` and optional `speaker` (S1, S2) and `language` (a `[xx]` tag)."""
+    """A prompt is a text, or a mapping with `text` and optional `speaker` (S1, S2) and `language` (a `[xx]` tag, as
+    training puts before its texts: none for English)."""
     if isinstance(item, str):
         return item
     if not isinstance(item, dict) or not isinstance(item.get("text"), str):
@@ -33,7 +34,7 @@ def prompt_text(item) -> str:
     text = item["text"]
     if item.get("speaker") and not text.lstrip().startswith("["):
         text = f"[{item['speaker']}] {text}"
-    return f"[{item['language']}] {text}" if item.get("language") else text
+    return with_language(text, item.get("language"))
 
 
 def generation_settings(model, overrides: dict) -> dict:

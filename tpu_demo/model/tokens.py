@@ -8,3 +8,17 @@ AUDIO_EOS, AUDIO_PAD, AUDIO_BOS = 1024, 1025, 1026
 IGNORED_LABEL = -100  # cross-entropy's `ignore_index`, as transformers' models use it
 
 TEXT_TAGS = re.compile(r"\[[^\]]*\]")  # speaker ([S1]) and language ([de]) tags
+
+
+def with_language(text: str, language: str | None) -> str:
+    """The text as Dia reads it in `language`: after a `[xx]` tag, as fine-tuners mark a language Dia has to learn;
+    English as it is, since Dia learned English without a tag (and texts given to generate carry none)."""
+    if not language or is_english(language):
+        return text
+    return f"[{language}] {text}"
+
+
+def is_english(language: str) -> bool:
+    """`en`, a regional `en-GB` (or `en_GB`), or Whisper's `english`."""
+    name = language.strip().lower()
+    return name in ("en", "english") or name.startswith(("en-", "en_"))

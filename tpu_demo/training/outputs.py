@@ -22,3 +22,17 @@ def sample_path(output_dir, step, number) -> Path:
 def step_dirs(folder) -> list[Path]:
     """The `step-N` folders in `folder` (checkpoints, samples), in step order."""
     return sorted(Path(folder).glob(step_name("*")), key=lambda p: int(p.name[len(step_name("")) :]))
+
+
+def settings_path(output_dir) -> Path:
+    """The run's settings that `tpu_demo.generate` reuses for its defaults (`run_settings`)."""
+    return Path(output_dir) / "settings.json"
+
+
+def run_settings(config) -> dict:
+    """What generating from the run reuses: the longest audio it trained on (frames: longer clips were dropped or cut)
+    and the speaker model it compared voices with (a folder made absolute: generate may run from elsewhere)."""
+    speaker_model = config.evaluation.eval_speaker_model
+    if speaker_model and Path(speaker_model).expanduser().is_dir():
+        speaker_model = str(Path(speaker_model).expanduser().resolve())
+    return {"max_audio_frames": config.data.max_audio_frames, "eval_speaker_model": speaker_model}

@@ -46,7 +46,7 @@ from tpu_demo.training.checkpoint import (
 from tpu_demo.training.loss import CodebookLoss
 from tpu_demo.training.metrics import MetricsLog
 from tpu_demo.training.optimization import init_optimizer_state, make_optimizer, make_scheduler
-from tpu_demo.training.outputs import checkpoint_dir, step_dirs
+from tpu_demo.training.outputs import checkpoint_dir, run_settings, settings_path, step_dirs
 from tpu_demo.training.step_stats import StepStats
 from tpu_demo.training.summary import closing_lines, run_summary
 
@@ -196,6 +196,7 @@ class DiaFineTune:
         enough_for_a_step(len(self.dataset), len(train_indices), config.data.eval_samples, args, self.replicas)
         if accelerator.is_main_process:
             (self.output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
+            settings_path(self.output_dir).write_text(json.dumps(run_settings(config), indent=2))
         train_set, eval_set = (torch.utils.data.Subset(self.dataset, ids) for ids in (train_indices, eval_indices))
         # what evaluations speak for `eval_asr_model` and `eval_speaker_model` (texts a training sample dropped are
         # no test), and whose voices the samples are compared with
