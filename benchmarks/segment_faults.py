@@ -1,0 +1,129 @@
+"""Segmenting recordings with planted faults: what `python -m tpu_demo.segment` keeps and drops, and why, vs the truth.
+
+Two espeak-ng voices (alice, bob) say about 4.5 minutes of sentences in a recordings folder (tests/planted_faults.py):
+clean controls (alice's WAV with its transcript, bob's FLAC), white and pink noise at 34, 24, 14 and 10 dB SNR over
+whole recordings (below 20 dB the speech counts as faulty), a recording whose second half is noisy at 10 dB, one
+sentence clipped, one sentence in the other voice, music only, noise only, a corrupt file and a truncated WAV. The
+segmenter runs on it as a user runs it (a new interpreter, offline, one thread), and this prints a row per recording:
+its fault, the reasons the report gives for the clips over the faulty sentences (over all of them where none is),
+seconds of good speech kept and lost, seconds of faulty speech kept, cuts inside sentences; then the totals and the
+segmenting time per hour of audio. A failed run prints the end of its stderr and exits 1.
+
+    python benchmarks/segment_faults.py [--out DIR] [--asr pocketsphinx] [--keep] [--omit FAULT] [key=value ...]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def planted():
+    """tests/planted_faults.py, also when this file runs as a script (the repository put on the path)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests import planted_faults
+
+    return planted_faults
+
+
+def build(work: Path, asr: str, omit: list[str], overrides: list[str]) -> tuple[dict, Path, Path]:
+    """The recordings (less the omitted faults), the YAML that cuts them, and the truth beside them."""
+    recordings = work / "recordings"
+    truth = planted().write_recordings(recordings)
+    for name in [name for name, planted in truth.items() if planted["fault"] in omit or name in omit]:
+        (recordings / truth.pop(name)["file"]).unlink()
+    (work / "truth.json").write_text(json.dumps(truth, indent=1))
+    lines = [f"recordings: {json.dumps(str(recordings))}", f"dataset: {json.dumps(str(work / 'dataset'))}",
+             f"segment_asr_model: {json.dumps(asr)}"]  # fmt: skip
+    for override in overrides:
+        key, _, value = override.partition("=")
+        lines.append(f"{key.strip()}: {value.strip()}")
+    config = work / "segment.yaml"
+    config.write_text("\n".join(lines) + "\n")
+    return truth, config, work / "dataset"
+
+
+def run(config: Path) -> tuple[subprocess.CompletedProcess, float]:
+    """`python -m tpu_demo.segment CONFIG` as a user runs it, offline and on one thread; its result and seconds."""
+    env = os.environ | {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "tpu_demo.segment", str(config)], cwd=ROOT, env=env,
+                            capture_output=True, text=True)  # fmt: skip
+    return result, time.perf_counter() - start
+
+
+def table(rows: list[dict], audio_seconds: float, elapsed: float) -> list[str]:
+    reasons_text = planted().reasons_text
+    lines = [f"{'fault':<26} {'reason given':<46} {'kept s':>7} {'lost s':>7} {'faulty kept s':>13} {'cuts':>4}"]
+    for row in rows:
+        reasons = reasons_text(row["reasons"])
+        reasons = reasons if len(reasons) <= 46 else reasons[:43] + "..."
+        lines.append(
+            f"{row['fault']:<26} {reasons:<46} {row['good_kept']:7.1f} {row['good_lost']:7.1f} "
+            f"{row['faulty_kept']:13.1f} {row['cuts_inside']:4d}"
+        )
+    good = sum(row["good_seconds"] for row in rows)
+    kept, lost = sum(row["good_kept"] for row in rows), sum(row["good_lost"] for row in rows)
+    faulty, cuts = sum(row["faulty_kept"] for row in rows), sum(row["cuts_inside"] for row in rows)
+    lines.append(f"{'total':<26} {'':<46} {kept:7.1f} {lost:7.1f} {faulty:13.1f} {cuts:4d}")
+    lines.append(
+        f"good speech {good:.1f} s: kept {kept / max(good, 1e-9):.0%}, lost {lost:.1f} s; faulty speech kept "
+        f"{faulty:.1f} s; cuts inside sentences (clip edges > 0.2 s into one): {cuts}"
+    )
+    lines.append(
+        f"segmenting: {elapsed:.0f} s for {audio_seconds / 60:.1f} min of audio = "
+        f"{elapsed * 3600 / audio_seconds:.0f} s per audio hour ({audio_seconds / elapsed:.1f}x real time, one thread)"
+    )
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/segment_faults.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="the work folder, new or empty (default: a temporary one); removed after "
+                        "unless --keep")  # fmt: skip
+    parser.add_argument("--asr", default="pocketsphinx", help="segment_asr_model: pocketsphinx, a folder or hub id")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder: recordings, truth, dataset")
+    omit = "leave out a recording, by fault or name: 'corrupt file', alice/corrupt (repeatable)"
+    parser.add_argument("--omit", action="append", default=[], metavar="FAULT", help=omit)
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="more segmenting settings for the YAML")
+    args = parser.parse_args(argv)
+    if args.out and Path(args.out).exists() and any(Path(args.out).iterdir()):
+        parser.error(f"--out {args.out}: not empty; give a new folder")
+    work = Path(args.out or tempfile.mkdtemp(prefix="segment-faults-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        try:
+            truth, config, dataset = build(work, args.asr, args.omit, args.overrides)
+        except planted().NoEspeak as error:
+            print(f"segment_faults: {error}", file=sys.stderr)
+            return 1
+        audio_seconds = sum(planted["seconds"] for planted in truth.values())
+        speakers = sorted({name.split("/")[0] for name in truth})
+        print(f"{len(truth)} recordings, {audio_seconds / 60:.1f} min of audio, speakers {', '.join(speakers)}; "
+              f"segment_asr_model: {args.asr}")  # fmt: skip
+        result, elapsed = run(config)
+        if result.returncode != 0 or not (dataset / "segment_report.json").is_file():
+            print(f"tpu_demo.segment failed (exit {result.returncode}) after {elapsed:.0f} s; its stderr ends:")
+            print("\n".join(result.stderr.strip().splitlines()[-15:]) or "(nothing)")
+            return 1
+        report = json.loads((dataset / "segment_report.json").read_text())
+        for line in table(planted().score(truth, report), audio_seconds, elapsed):
+            print(line)
+        return 0
+    finally:
+        if args.keep:
+            print(f"kept: {work} (recordings/, truth.json, segment.yaml, dataset/segment_report.json)")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
