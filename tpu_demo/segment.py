@@ -1,15 +1,18 @@
-"""Long recordings to a dataset: cut at pauses, transcribed, filtered (`recordings` in the YAML; docs/DATA.md).
+"""Long recordings to a dataset: cut at pauses, judged, transcribed, joined (`recordings` in the YAML; docs/DATA.md).
 
     python -m tpu_demo.segment my.yaml [key=value ...]
     accelerate launch -m tpu_demo.segment my.yaml              # the recordings shared by several processes
 
 Writes the `dataset` folder (a new one): clips/, metadata.csv (audio,text,speaker,language), which training reads, and
-segment_report.json: what was kept, what was dropped and why. Run again after an interruption, it continues: a
-recording done with the same settings is not done again.
+segment_report.json: what was kept, what was dropped and why. Each stage is cached by its own settings: run again
+after an interruption or a change, only what the change touches is done again (a join setting never re-runs the
+models). Texts corrected in metadata.csv are kept, in corrections.csv, and applied on every run.
 """
 
+import csv
 import dataclasses
 import hashlib
+import io
 import json
 import os
 import sys
@@ -20,19 +23,118 @@ from accelerate.utils import parse_flag_from_env
 
 from tpu_demo.cli import PREFIX, config_parser, fail, refuse_unsupported_transformers, say
 from tpu_demo.data.segmenting import (
+    CORRECTIONS,
     PARTS,
     REPORT,
-    Clip,
+    Piece,
+    drop_other_voices,
     drop_unusual_pace,
     find_recordings,
+    give_texts,
+    join,
+    judge,
+    needs_transcript,
     recogniser,
-    recording_fingerprint,
     recordings_digest,
     report,
-    segment,
     settings_fingerprint,
+    write_clip,
 )
+from tpu_demo.data.speech_models import missing_package
 from tpu_demo.errors import FineTuneError
+
+STAGES = 1  # the version of what the stages store: a change here redoes them all
+
+
+def key(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class Stages:
+    """One recording's stage results in DATASET/.segmenting/<id>/, each under the key of what it was made from."""
+
+    def __init__(self, recording, out: Path, settings, asr_model: str):
+        self.folder = out / PARTS / hashlib.sha256(recording.name.encode()).hexdigest()[:16]
+        stat = recording.path.stat()
+        cut = (settings.vad_threshold, settings.min_pause_seconds, settings.max_clip_seconds)
+        self.pieces_key = key(STAGES, "pieces", stat.st_size, stat.st_mtime_ns, *cut)
+        self.transcripts_key = key(self.pieces_key, asr_model, settings.segment_language)
+
+    def load(self, stage: str, stage_key: str):
+        path = self.folder / f"{stage}.json"
+        found = json.loads(path.read_text()) if path.is_file() else {}
+        return found.get("value") if found.get("key") == stage_key else None
+
+    def save(self, stage: str, stage_key: str, value) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        partial = self.folder / f"{stage}.{os.getpid()}.tmp"
+        partial.write_text(json.dumps({"key": stage_key, "value": value}))
+        partial.replace(self.folder / f"{stage}.json")  # whole or absent: an interrupted stage is done again
+
+    def pieces(self) -> tuple[list[Piece], float] | None:
+        found = self.load("pieces", self.pieces_key)
+        return ([Piece(**piece) for piece in found["pieces"]], found["seconds"]) if found else None
+
+
+class Models:
+    """The models, each loaded the first time a stage needs it (a rerun with nothing to do loads none)."""
+
+    def __init__(self, config, device: str):
+        self.config, self.device, self.loaded = config, device, {}
+
+    def get(self, name: str):
+        if name not in self.loaded:
+            from tpu_demo.data import speech_models
+
+            settings = self.config.recordings
+            if name == "vad":
+                threshold, pause = settings.vad_threshold, settings.min_pause_seconds
+                self.loaded[name] = speech_models.SpeechDetector(threshold, pause, settings.max_clip_seconds)
+            elif name == "dnsmos":
+                self.loaded[name] = speech_models.QualityJudge()
+            elif name == "voice":
+                self.loaded[name] = speech_models.VoiceEncoder()
+            elif recogniser(self.config) == "pocketsphinx":
+                self.loaded[name] = speech_models.Pocketsphinx(settings.segment_language)
+            else:
+                from tpu_demo.evaluation.intelligibility import Transcriber
+
+                model, language = recogniser(self.config), settings.segment_language
+                self.loaded[name] = Transcriber(model, key="segment_asr_model", device=self.device, language=language)
+        return self.loaded[name]
+
+
+def cut_and_measure(recording, stages: Stages, models: Models) -> None:
+    from tpu_demo.data.segmenting import measure, read_recording
+    from tpu_demo.data.speech_models import RATE
+
+    audio16k, clipped, rate = read_recording(recording.path)
+    spans = models.get("vad")(audio16k)
+    pieces = measure(audio16k, clipped, rate, spans, models.get("dnsmos"), models.get("voice"))
+    value = {"seconds": len(audio16k) / RATE, "pieces": [dataclasses.asdict(piece) for piece in pieces]}
+    stages.save("pieces", stages.pieces_key, value)
+
+
+def transcribe(recording, stages: Stages, models: Models, settings) -> None:
+    """Transcripts of the pieces that may be kept and have none yet; those of earlier runs are kept."""
+    import soundfile
+
+    pieces, _ = stages.pieces()
+    judge(pieces, recording, settings)
+    transcripts = stages.load("transcripts", stages.transcripts_key) or {}
+    todo = [piece for piece in pieces if needs_transcript(piece, recording) and span(piece) not in transcripts]
+    if not todo:
+        return
+    rate = soundfile.info(str(recording.path)).samplerate
+    for piece in todo:
+        start, stop = int(piece.start * rate), int(piece.end * rate)
+        audio, _ = soundfile.read(str(recording.path), start=start, stop=stop, dtype="float32", always_2d=True)
+        transcripts[span(piece)] = models.get("recogniser")(audio.mean(axis=1), rate)
+    stages.save("transcripts", stages.transcripts_key, transcripts)
+
+
+def span(piece) -> str:
+    return f"{piece.start:.3f}-{piece.end:.3f}"
 
 
 def output_folder(config) -> Path:
@@ -48,58 +150,104 @@ def output_folder(config) -> Path:
 
 
 def segment_share(config, recordings, out: Path, state) -> None:
-    """This process's share of the recordings not done yet, each saved as one part."""
+    """This process's share of the recordings: the stages not done yet with these settings."""
     from tqdm.auto import tqdm
 
-    from tpu_demo.evaluation.intelligibility import Transcriber
-
-    settings = settings_fingerprint(config.recordings, recogniser(config))
-    parts = out / PARTS
-    todo, share = [], recordings[state.process_index :: state.num_processes]
-    for recording in share:
-        part = parts / f"{hashlib.sha256(recording.name.encode()).hexdigest()[:16]}.json"
-        fingerprint = recording_fingerprint(recording, settings)
-        if not (part.is_file() and json.loads(part.read_text()).get("fingerprint") == fingerprint):
-            todo.append((recording, part, fingerprint))
-    if state.is_main_process and len(todo) < len(share):
-        say(f"{len(share) - len(todo)} of this process's {len(share)} recordings done before; segmenting the rest")
-    if not todo:
-        return
+    asr_model, settings = recogniser(config), config.recordings
+    share = recordings[state.process_index :: state.num_processes]
     device = str(state.device) if state.device.type == "cuda" else "cpu"  # XLA: the host CPU, as for encoding
-    language = config.recordings.segment_language
-    transcriber = Transcriber(recogniser(config), key="segment_asr_model", device=device, language=language)
-    parts.mkdir(parents=True, exist_ok=True)  # after the recogniser loaded: a refused run leaves nothing
-    bar = tqdm(todo, desc="segmenting", unit="recording", disable=not state.is_main_process)
-    for recording, part, fingerprint in bar:
-        clips = segment(recording, config.recordings, transcriber, out)
-        partial = part.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps({"fingerprint": fingerprint, "clips": [dataclasses.asdict(c) for c in clips]}))
-        partial.replace(part)  # whole or absent: an interrupted recording is done again
+    models = Models(config, device)
+    stages = [Stages(recording, out, settings, asr_model) for recording in share]
+    if any(stage.load("transcripts", stage.transcripts_key) is None for stage in stages):
+        models.get("recogniser")  # refused before any work, if it is no recogniser
+    out.mkdir(parents=True, exist_ok=True)
+    bar = tqdm(share, desc="segmenting", unit="recording", disable=not state.is_main_process)
+    done = 0
+    for recording, stage in zip(bar, stages, strict=True):
+        if stage.pieces() is None:
+            cut_and_measure(recording, stage, models)
+        else:
+            done += 1
+        transcribe(recording, stage, models, settings)
+    if state.is_main_process and done:
+        say(f"{done} of this process's {len(share)} recordings cut and measured before (cached)")
 
 
-def merge(config, recordings, out: Path) -> dict:
-    """Every recording's clips into metadata.csv and the report; the pace filter needs them all."""
-    import csv
-    import io
+def read_corrections(out: Path) -> dict[tuple, str]:
+    """The user's texts by clip (recording, start, end): those of corrections.csv, and texts of metadata.csv that
+    differ from what the last run wrote there (edited since), which join them."""
+    path, corrections = out / CORRECTIONS, {}
+    if path.is_file():
+        for row in csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))):
+            corrections[(row["recording"], float(row["start"]), float(row["end"]))] = row["text"]
+    previous = json.loads((out / REPORT).read_text()) if (out / REPORT).is_file() else {}
+    written = {clip["audio"]: clip for clip in previous.get("clips", []) if clip.get("audio")}
+    metadata = out / "metadata.csv"
+    if metadata.is_file():
+        for row in csv.DictReader(io.StringIO(metadata.read_text(encoding="utf-8"))):
+            clip = written.get(row.get("audio"))
+            if clip and row.get("text") is not None and row["text"] != clip["text"]:
+                corrections[(clip["recording"], clip["start"], clip["end"])] = row["text"]
+    return corrections
 
+
+def write_corrections(out: Path, corrections: dict[tuple, str]) -> None:
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["recording", "start", "end", "text"])
+    writer.writerows([*clip, text] for clip, text in sorted(corrections.items()))
+    (out / CORRECTIONS).write_text(table.getvalue(), encoding="utf-8")
+
+
+def merge(config, recordings, out: Path, unreadable: dict[str, str]) -> dict:
+    """Every recording's pieces judged, joined into clips, written; metadata.csv and the report. The speaker check
+    and the pace filter need all recordings; the models are not needed."""
+    settings, asr_model = config.recordings, recogniser(config)
+    pieces_of, seconds_of = {}, {}
+    for recording in recordings:
+        stages = Stages(recording, out, settings, asr_model)
+        pieces, seconds_of[recording.name] = stages.pieces()
+        transcripts = stages.load("transcripts", stages.transcripts_key) or {}
+        judge(pieces, recording, settings)
+        for piece in pieces:
+            piece.transcript = transcripts.get(span(piece))
+        pieces_of[recording.name] = pieces
+    for speaker in {recording.speaker or recording.name for recording in recordings}:
+        voices = [p for r in recordings if (r.speaker or r.name) == speaker for p in pieces_of[r.name]]
+        drop_other_voices(voices, settings.min_speaker_similarity)
     clips = []
     for recording in recordings:
-        part = out / PARTS / f"{hashlib.sha256(recording.name.encode()).hexdigest()[:16]}.json"
-        clips += [Clip(**clip) for clip in json.loads(part.read_text())["clips"]]
-    drop_unusual_pace(clips, config.recordings.pace_tolerance)
-    kept = {clip.audio for clip in clips if not clip.dropped}
+        give_texts(pieces_of[recording.name], recording, settings.max_asr_cer)
+        clips += join(pieces_of[recording.name], recording, seconds_of[recording.name], settings)
+    drop_unusual_pace(clips, settings.pace_tolerance)
+    corrections = read_corrections(out)
+    if corrections:
+        write_corrections(out, corrections)
+    applied = set()
+    for clip in clips:
+        text = corrections.get((clip.recording, clip.start, clip.end))
+        if text is not None and not clip.dropped:
+            clip.text, clip.corrected = text, True
+            applied.add((clip.recording, clip.start, clip.end))
+    path_of = {recording.name: recording.path for recording in recordings}
+    kept = [clip for clip in clips if not clip.dropped]
+    for clip in kept:
+        write_clip(clip, path_of[clip.recording], out, settings.target_lufs)
+    written = {clip.audio for clip in kept}
     for wav in (out / "clips").rglob("*.wav") if (out / "clips").is_dir() else []:
-        if str(wav.relative_to(out)) not in kept:  # dropped by the pace filter, or left by other settings
+        if str(wav.relative_to(out)) not in written:  # dropped now, or left by other settings
             wav.unlink()
     table = io.StringIO()
     writer = csv.writer(table)
-    language = config.recordings.segment_language or ""
+    language = settings.segment_language or ""
     writer.writerow(["audio", "text", "speaker", "language"])
-    writer.writerows([clip.audio, clip.text, clip.speaker or "", language] for clip in clips if not clip.dropped)
+    writer.writerows([clip.audio, clip.text, clip.speaker or "", language] for clip in kept)
     (out / "metadata.csv").write_text(table.getvalue(), encoding="utf-8")
     summary = report(clips, len(recordings))
-    summary["settings"] = settings_fingerprint(config.recordings, recogniser(config))
-    summary["recordings_digest"] = recordings_digest(config.recordings.recordings)
+    summary["skipped"] = unreadable
+    summary["corrections"] = {"applied": len(applied), "unmatched": len(corrections) - len(applied)}
+    summary["settings"] = settings_fingerprint(settings, asr_model)
+    summary["recordings_digest"] = recordings_digest(settings.recordings)
     (out / REPORT).write_text(json.dumps(summary, indent=1))
     return summary
 
@@ -109,12 +257,19 @@ def report_lines(summary: dict, out: Path) -> list[str]:
     total = kept["seconds"] + sum(reason["seconds"] for reason in summary["dropped"].values())
     dropped = "; ".join(f"{name} {d['clips']} ({d['seconds']:.1f} s)" for name, d in summary["dropped"].items())
     speakers = "; ".join(f"{name} {s['clips']} ({s['seconds']:.1f} s)" for name, s in summary["speakers"].items())
-    return [
-        f"{summary['recordings']} recordings, {total:.1f} s in clips: kept {kept['clips']} ({kept['seconds']:.1f} s)",
+    lines = [
+        f"{summary['recordings']} recordings, {total:.1f} s of speech: kept {kept['clips']} clips "
+        f"({kept['seconds']:.1f} s)",
         f"dropped: {dropped or 'none'}",
         f"kept per speaker: {speakers or 'none'}",
-        f"dataset: {out / 'metadata.csv'}; every clip and why it was dropped: {out / REPORT}",
     ]
+    corrections = summary["corrections"]
+    if corrections["applied"] or corrections["unmatched"]:
+        lines.append(
+            f"your text corrections: {corrections['applied']} applied; {corrections['unmatched']} match no clip cut "
+            f"with these settings (kept in {out / CORRECTIONS})"
+        )
+    return [*lines, f"dataset: {out / 'metadata.csv'}; every clip and why it was dropped: {out / REPORT}"]
 
 
 def main(argv=None) -> int:
@@ -132,17 +287,21 @@ def main(argv=None) -> int:
             raise FineTuneError("recordings: not set: name the folder of long recordings to cut into clips")
         recogniser(config)
         out = output_folder(config)
-        recordings = find_recordings(config.recordings.recordings)
+        recordings, unreadable = find_recordings(config.recordings.recordings, config.recordings.skip_recordings)
+        if state.is_main_process:
+            for name, problem in unreadable.items():
+                say(f"recordings: {name}: {problem}: skipped; to leave it out for good, add it to skip_recordings")
         if any(recording.text for recording in recordings):
             import jiwer  # noqa: F401 (aligning a recording's text compares transcripts)
         segment_share(config, recordings, out, state)
         state.wait_for_everyone()
         if state.is_main_process:
-            for line in report_lines(merge(config, recordings, out), out):
+            for line in report_lines(merge(config, recordings, out, unreadable), out):
                 say(line)
     except ImportError as error:
-        fail(f"recordings: {error.name} is not installed (pip install {error.name})")
-    except KeyboardInterrupt:  # each recording finished is saved: a rerun does the rest
+        name = missing_package(error)
+        fail(f"recordings: {name} is not installed (pip install '{name}', or the fine-tuner's `speech` extra)")
+    except KeyboardInterrupt:  # each stage finished is saved: a rerun does the rest
         sys.exit(f"{PREFIX}: interrupted; the recordings done are kept: run the same command again to continue")
     except FineTuneError as error:
         fail(error)

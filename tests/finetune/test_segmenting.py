@@ -1,19 +1,23 @@
-"""Long recordings in (`recordings`, `python -m tpu_demo.segment`): cut at pauses into clips within bounds,
-transcribed, aligned to a recording's own text, loudness-normalised, filtered with a reason for every clip dropped,
-resumable, shared by processes, and trained on.
+"""Long recordings in (`recordings`, `python -m tpu_demo.segment`): speech found by Silero VAD and cut at its pauses,
+each piece judged alone (true SNR, clipping, DNSMOS, its speaker's voice), transcribed, aligned to a recording's own
+text, joined into clips within bounds, loudness-normalised; every stage cached by its own settings, the user's text
+corrections kept, unreadable recordings skipped, trained on.
 
-The "words" here are tones, one pitch per word, and a test recogniser names each tone's word: the cuts, the alignment
-and the filters are then checked against what is known to be said. The command runs with a tiny random recogniser
-saved to a folder, as a user's Whisper would be: its transcripts are nonsense, the plumbing is real."""
+The joining, judging and alignment are tested on made-up pieces; the rest with real speech (espeak-ng, with planted
+faults of known place: tests/planted_faults.py) and the real models of the `speech` extra, with pocketsphinx as the
+recogniser: nothing here needs a hub."""
 
 import csv
+import io
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.demo_utils import CONFIG, assert_ok, run_demo, run_main, tiny_asr, tiny_codec
+from tests import planted_faults
+from tests.demo_utils import CONFIG, assert_ok, run_demo, run_main, tiny_codec
 from tests.testing_utils import ROOT, accelerate_launch, bug_on_unpatched, require_dia
 from tpu_demo.errors import FineTuneError
 
@@ -21,273 +25,132 @@ soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and s
 pytest.importorskip("jiwer", reason="aligning a recording's text needs jiwer (pip install jiwer)")
 pytestmark = require_dia
 
-RATE = 16000
-PITCH = {"one": 300, "two": 450, "three": 600, "four": 750, "five": 900, "six": 1050, "seven": 1200}
 
-
-def say(words, gaps, rate=RATE, level=0.3, word_seconds=0.6) -> np.ndarray:
-    """Each word a tone of its pitch, followed by its gap of silence; 0.3 s of silence first."""
-    t = np.arange(int(word_seconds * rate)) / rate
-    parts = [np.zeros(int(0.3 * rate))]
-    for word, gap in zip(words, gaps, strict=True):
-        parts += [level * np.sin(2 * np.pi * PITCH[word] * t), np.zeros(int(gap * rate))]
-    return np.concatenate(parts).astype(np.float32)
-
-
-def hear(samples, rate) -> str:
-    """The test recogniser: the word of each tone in `samples` (tones apart by any quiet window)."""
-    from tpu_demo.data.segmenting import WINDOW, window_levels
-
-    levels, size = window_levels(np.asarray(samples), rate), int(WINDOW * rate)
-    loud = np.flatnonzero(levels > levels.max() - 30)
-    runs = np.split(loud, np.flatnonzero(np.diff(loud) > 1) + 1) if len(loud) else []
-    words = []
-    for run in runs:
-        chunk = np.asarray(samples[run[0] * size : (run[-1] + 1) * size])
-        peak = np.fft.rfftfreq(len(chunk), 1 / rate)[np.argmax(np.abs(np.fft.rfft(chunk)))]
-        words.append(min(PITCH, key=lambda word: abs(PITCH[word] - peak)))
-    return " ".join(words)
+def needs_speech_models():
+    for module in ("silero_vad", "speechmos", "resemblyzer", "pyloudnorm", "pocketsphinx"):
+        pytest.importorskip(module, reason="the segmenter's models: pip install '.[speech]'")
+    if not shutil.which("espeak-ng"):
+        pytest.skip("real speech for the recordings comes from espeak-ng: apt install espeak-ng")
 
 
 def settings(**changes):
     from tpu_demo.config.arguments import RecordingsArguments
 
-    return RecordingsArguments(**{"recordings": "in", "min_clip_seconds": 0.5, "max_clip_seconds": 2.0} | changes)
+    return RecordingsArguments(**{"recordings": "in", "min_clip_seconds": 0.5, "max_clip_seconds": 4.0} | changes)
 
 
-def recording(tmp_path, words, gaps, text=None, name="talk", **sound):
+def pieces(*spans, **measured):
+    from tpu_demo.data.segmenting import Piece
+
+    return [Piece(start, end, **measured) for start, end in spans]
+
+
+def recording(text=None, name="talk", speaker="anna"):
     from tpu_demo.data.segmenting import Recording
 
-    path = tmp_path / f"{name}.wav"
-    soundfile.write(path, say(words, gaps, **sound), RATE)
-    return Recording(path, name, None, text)
+    return Recording(Path(f"{name}.wav"), name, speaker, text)
 
 
-def test_clips_are_cut_at_pauses_and_joined_up_to_the_longest(tmp_path):
-    from tpu_demo.data.segmenting import segment
+def test_neighbouring_pieces_are_joined_up_to_the_longest_and_a_dropped_one_costs_only_itself():
+    from tpu_demo.data.segmenting import join
 
-    # 0.5 s gaps are pauses, the 0.1 s gap is not; joining across a pause would pass 2 s
-    talk = recording(tmp_path, ["one", "two", "three", "four"], [0.5, 0.1, 0.5, 0.5])
-    clips = segment(talk, settings(), hear, tmp_path / "out")
-    assert [clip.transcript for clip in clips] == ["one", "two three", "four"]
-    assert all(clip.seconds <= 2.0 and not clip.dropped for clip in clips)
-    assert clips[0].start == pytest.approx(0.3 - 0.12, abs=0.021)  # the pause's edge kept before the speech
-    # with room for two, a pause stays inside a clip
-    assert [clip.transcript for clip in segment(talk, settings(max_clip_seconds=3), hear, tmp_path / "o")] == [
-        "one two three",
-        "four",
+    found = pieces((0.5, 1.5), (1.7, 2.9), (3.1, 4.1), (5.0, 6.0), (6.6, 7.5), (7.8, 8.3), snr_db=40.0)
+    found[3].dropped, found[3].detail = "clipping", "2.00% of its samples at full scale"
+    clips = join(found, recording(), 9.0, settings(max_clip_seconds=4.0, min_clip_seconds=0.6))
+    spans = [(clip.start, clip.end, clip.dropped) for clip in clips]
+    # the first three fit in 4 s with their 0.15 s margins: one clip; the clipped piece alone; the last two together
+    assert spans == [(0.35, 4.25, None), (4.85, 6.15, "clipping"), (6.45, 8.45, None)]
+    # a margin never takes more than half of a pause: 1.5..1.7 is inside the first clip, not at its edge
+    short_clips = settings(max_clip_seconds=1.2, min_clip_seconds=0.8)
+    short = join(pieces((1.0, 1.9), (2.0, 2.4), snr_db=40.0), recording(), 3.0, short_clips)
+    assert [(c.start, c.end, c.dropped) for c in short] == [(0.85, 1.95, None), (1.95, 2.55, "too short")]
+
+
+def test_each_piece_is_dropped_by_the_measure_that_decided_it():
+    from tpu_demo.data.segmenting import judge
+
+    found = pieces((0, 1), (1.5, 2.5), (3, 4), (5, 6), (7, 8), (9, 14), dnsmos={"sig": 3.5, "bak": 3.5, "ovrl": 3})
+    found[0].snr_db, found[1].clipped = 12.0, 0.02
+    found[2].dnsmos = {"sig": 3.0, "bak": 1.5, "ovrl": 2.0}
+    found[3].dnsmos = {"sig": 1.1, "bak": 3.0, "ovrl": 1.1}
+    judge(found, recording(), settings(max_clip_seconds=4.0))
+    assert [(piece.dropped, piece.detail) for piece in found] == [
+        ("noisy", "SNR 12.0 dB < min_snr_db 20.0"),
+        ("clipping", "2.00% of its samples at full scale"),
+        ("noisy", "DNSMOS BAK 1.50 < min_dnsmos_bak 1.8"),
+        ("poor quality", "DNSMOS OVRL 1.10 < min_dnsmos_ovrl 1.3"),
+        (None, ""),
+        ("too long", "no pause within max_clip_seconds 4.0"),
     ]
 
 
-def test_a_recordings_own_text_is_split_over_its_clips_with_the_turns(tmp_path):
-    from tpu_demo.data.segmenting import segment
+def test_a_piece_in_another_voice_is_dropped_against_its_speakers_voice():
+    from tpu_demo.data.segmenting import drop_other_voices
 
-    text = "[S1] One, two... [S2] Three - four!"
-    talk = recording(tmp_path, ["one", "two", "three", "four"], [0.5, 0.1, 0.5, 0.5], text=text)
-    clips = segment(talk, settings(), hear, tmp_path / "out")
-    # a clip that starts inside a turn says whose turn it is; punctuation stays where it was written
-    assert [clip.text for clip in clips] == ["[S1] One,", "[S1] two... [S2] Three -", "[S2] four!"]
+    rng = np.random.default_rng(0)
+    voice, other = rng.normal(size=256), rng.normal(size=256)
+    found = pieces(*[(i, i + 1.0) for i in range(6)])
+    for number, piece in enumerate(found):
+        vector = (other if number == 4 else voice) + 0.3 * rng.normal(size=256)
+        piece.voice = list(vector / np.linalg.norm(vector))
+    drop_other_voices(found, 0.75)
+    assert [piece.dropped for piece in found] == [None] * 4 + ["other voice", None]
+    assert found[4].detail.startswith("similarity ") and "< min_speaker_similarity 0.75" in found[4].detail
+    two = pieces((0, 1), (2, 3))
+    two[0].voice, two[1].voice = list(voice / np.linalg.norm(voice)), list(other / np.linalg.norm(other))
+    drop_other_voices(two, 0.75)  # two pieces cannot say which voice is the speaker's
+    assert [piece.dropped for piece in two] == [None, None]
+
+
+def test_a_recordings_own_text_is_split_over_its_pieces_with_the_turns():
+    from tpu_demo.data.segmenting import give_texts, joined_text
+
+    found = pieces((0, 1), (1.5, 2.5), (3, 4))
+    for piece, heard in zip(found, ["hello there", "how are", "you today"], strict=True):
+        piece.transcript = heard
+    give_texts(found, recording("[S1] Hello there! [S2] How are you today?"), max_asr_cer=0.5)
+    assert [piece.text for piece in found] == ["[S1] Hello there!", "[S2] How are", "[S2] you today?"]
+    assert joined_text([piece.text for piece in found]) == "[S1] Hello there! [S2] How are you today?"
+    unheard = pieces((0, 1))
+    unheard[0].transcript = ""
+    give_texts(unheard, recording(), max_asr_cer=0.5)
+    assert (unheard[0].dropped, unheard[0].text) == ("no words heard", "")
 
 
 def test_alignment_survives_misheard_and_unheard_words():
     from tpu_demo.data.segmenting import align
 
-    text = "one two three four five six"
-    # "to" for "two" is a replacement; "five" heard nowhere goes with the word before it
-    assert align(text, ["one to", "three four", "six"]) == ["[S1] one two", "[S1] three four five", "[S1] six"]
-    assert align(text, []) == []
-
-
-def test_every_dropped_clip_says_why(tmp_path):
-    from tpu_demo.data.segmenting import segment
-
-    blip = recording(tmp_path, ["one"], [0.5], name="blip", word_seconds=0.2)
-    long = recording(tmp_path, ["two"], [0.5], name="long", word_seconds=2.5)
-    loud = recording(tmp_path, ["three"], [0.5], name="loud", level=1.5)  # written clipped at full scale
-    quiet_words = recording(tmp_path, ["one", "two"], [0.5, 0.5], name="mumbled", text="five six")
-    found = {
-        talk.name: segment(talk, settings(), hear, tmp_path / "out")[0] for talk in (blip, long, loud, quiet_words)
-    }
-    assert {name: clip.dropped for name, clip in found.items()} == {
-        "blip": "too short",
-        "long": "too long",
-        "loud": "clipping",
-        "mumbled": "recogniser disagrees",
-    }
-    assert found["mumbled"].detail == "CER 0.75 > max_asr_cer"  # "five six" heard as "one two": 6 of 8 letters
-    assert not list((tmp_path / "out").rglob("*.wav"))  # nothing dropped is written
-
-
-def test_a_noisy_recording_is_dropped_by_its_signal_to_noise(tmp_path):
-    from tpu_demo.data.segmenting import segment
-
-    talk = recording(tmp_path, ["one", "two"], [0.5, 0.5])
-    audio, _ = soundfile.read(talk.path, dtype="float32")
-    noise = (
-        0.3 / np.sqrt(2) * 10 ** (-20 / 20) * np.random.default_rng(0).standard_normal(len(audio)).astype(np.float32)
-    )
-    soundfile.write(talk.path, audio + noise, RATE)  # a noise bed 20 dB under the words
-    clips = segment(talk, settings(pause_db=-12, min_snr_db=25), hear, tmp_path / "out")
-    assert {clip.dropped for clip in clips} == {"noisy"}
-    assert all(18 < clip.snr_db < 23 for clip in clips)
-    assert all(not clip.dropped for clip in segment(talk, settings(pause_db=-12, min_snr_db=15), hear, tmp_path))
-
-
-def test_kept_clips_are_loudness_normalised(tmp_path):
-    from tpu_demo.data.segmenting import WINDOW, segment, window_levels
-
-    talk = recording(tmp_path, ["one", "two"], [0.5, 0.5], level=0.02)
-    for clip in segment(talk, settings(target_dbfs=-20), hear, tmp_path / "out"):
-        audio, _ = soundfile.read(tmp_path / "out" / clip.audio, dtype="float32")
-        levels = window_levels(audio, RATE)
-        speech = levels[levels > levels.max() - 35]
-        assert 10 * np.log10(np.mean(10 ** (speech / 10))) == pytest.approx(-20, abs=0.3)
-        assert np.abs(audio).max() < 10 ** (-1 / 20) and len(audio) == pytest.approx(clip.seconds * RATE, abs=WINDOW)
+    text = "[S1] One, two - three four five six seven."
+    # "two" misheard as "to", "five" not heard at all: each still goes with its neighbours
+    assert align(text, ["one to", "three four", "six seven"]) == ["[S1] One, two -", "[S1] three four five",
+                                                                   "[S1] six seven."]  # fmt: skip
 
 
 def test_clips_far_off_the_datas_pace_are_dropped():
     from tpu_demo.data.segmenting import Clip, drop_unusual_pace
 
-    clips = [Clip("r", 0, seconds, text="[S1] " + "ab " * 10) for seconds in (2.0, 2.2, 1.9, 2.1, 5.0, 1.2)]
-    drop_unusual_pace(clips, 2.0)
-    assert [clip.dropped for clip in clips] == [None, None, None, None, "unusual pace", None]
-    drop_unusual_pace(clips, 1.5)
-    assert clips[-1].dropped == "unusual pace"
+    clips = [Clip("r", 0, 1.0, text="abcdefghij"), Clip("r", 0, 1.1, text="abcdefghij"),
+             Clip("r", 0, 0.9, text="abcdefghij"), Clip("r", 0, 5.0, text="abcdefghij")]  # fmt: skip
+    drop_unusual_pace(clips, tolerance=2.0)
+    assert [clip.dropped for clip in clips] == [None, None, None, "unusual pace"]
 
 
-def user_recordings(folder: Path) -> Path:
-    """Two speakers' folders of long recordings, three with their own text, at 16 and 22.05 kHz, WAV and FLAC."""
-    for speaker, words, rate in (("alice", ["one", "two", "three", "four"], RATE), ("bob", ["five", "six"], 22050)):
-        (folder / speaker).mkdir(parents=True)
-        for number in (1, 2):
-            suffix = "flac" if number == 2 else "wav"
-            soundfile.write(folder / speaker / f"take{number}.{suffix}", say(words, [0.5] * len(words), rate), rate)
-    (folder / "bob" / "take1.txt").write_text("[S1] Five, six.")
-    (folder / "bob" / "take2.txt").write_text("[S1] Five six.")
-    (folder / "alice" / "take1.txt").write_text("[S1] One two three four.")
-    return folder
-
-
-def segment_command(out, *overrides, processes=None):
-    from tpu_demo.segment import main
-
-    args = [str(CONFIG), f"dataset={out}", *overrides]
-    if processes:
-        return accelerate_launch(ROOT / "tpu_demo/segment.py", *args, num_processes=processes)
-    return run_main(main, args)
-
-
-def snapshot(folder: Path) -> dict:
-    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
-
-
-@bug_on_unpatched  # the training part stops at the state on the published release
-def test_segment_writes_a_dataset_training_reads_and_continues_where_it_stopped(tmp_path):
-    raw = user_recordings(tmp_path / "podcast")
-    before = snapshot(raw)
-    common = [f"recordings={raw}", f"segment_asr_model={tiny_asr(tmp_path / 'asr')}", "max_asr_cer=1000",
-              "min_clip_seconds=0.5", "max_clip_seconds=1.2", "pace_tolerance=1000"]  # fmt: skip
-    out = tmp_path / "clips"
-    result = segment_command(out, *common)
-    assert_ok(result)
-    assert "tpu_demo: 4 recordings" in result.stdout
-    with open(out / "metadata.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    report = json.loads((out / "segment_report.json").read_text())
-    clips = report["clips"]
-    assert len(clips) == 12  # a clip per word: 4 + 4 of alice, 2 + 2 of bob
-    kept = [clip for clip in clips if not clip["dropped"]]
-    assert len(rows) == len(kept) == report["kept"]["clips"] and all((out / row["audio"]).is_file() for row in rows)
-    assert [(row["audio"], row["speaker"]) for row in rows] == [(clip["audio"], clip["speaker"]) for clip in kept]
-    dropped = {reason: counts["clips"] for reason, counts in report["dropped"].items()}
-    assert sum(dropped.values()) == 12 - len(kept) and set(dropped) <= {"no text aligned"}
-    # a recording's own text goes over its clips whole, in order (this recogniser hears nonsense, so where it is
-    # cut is arbitrary; tests above check the cuts against a recogniser that hears the words)
-    from tpu_demo.evaluation.intelligibility import normalise
-
-    for name, text in (("bob/take1", "five six"), ("bob/take2", "five six"), ("alice/take1", "one two three four")):
-        assert normalise(" ".join(clip["text"] for clip in clips if clip["recording"] == name)) == text
-    assert snapshot(raw) == before  # nothing written beside the recordings
-
-    # run again: nothing to do; lose one recording's part (an interruption): only it is done again
-    made, metadata = snapshot(out), (out / "metadata.csv").read_text()
-    assert_ok(segment_command(out, *common))
-    assert {p: v for p, v in snapshot(out).items() if p.suffix == ".wav"} == {
-        p: v for p, v in made.items() if p.suffix == ".wav"
-    }
-    part = next((out / ".segmenting").glob("*.json"))
-    lost = {Path(clip["audio"]) for clip in json.loads(part.read_text())["clips"] if clip["audio"]}
-    part.unlink()
-    assert_ok(segment_command(out, *common))
-    remade = {p.relative_to(out) for p, v in snapshot(out).items() if p.suffix == ".wav" and made.get(p) != v}
-    assert remade == lost
-    assert (out / "metadata.csv").read_text() == metadata
-
-    # trained on, as the manifest it is; the recordings' settings must be the ones it was cut with
-    # (the recogniser's nonsense is longer than max_text_tokens: alice's second take is not trained on)
-    run = [f"codec={tiny_codec(tmp_path / 'codec')}", "max_steps=2", "eval_samples=2", "eval_steps=2",
-           "max_audio_frames=128", "per_device_train_batch_size=2", *common]  # fmt: skip
-    assert_ok(run_demo(tmp_path / "run", f"dataset={out}", *run, launcher=False))
-    changed = run_demo(tmp_path / "run2", f"dataset={out}", *run, "min_snr_db=3", launcher=False)
-    assert changed.returncode == 1 and "cut from other recordings or settings than" in changed.stderr
-    never = run_demo(tmp_path / "run3", f"dataset={tmp_path / 'none'}", *run, launcher=False)
-    assert never.returncode == 1 and "run `python -m tpu_demo.segment`" in never.stderr
-    gone = run_demo(tmp_path / "run6", f"dataset={out}", *run, f"recordings={tmp_path / 'gone'}", launcher=False)
-    assert gone.returncode == 1 and f"recordings {tmp_path / 'gone'}: no such folder" in gone.stderr
-    # the recordings moved elsewhere are the same recordings; one more recording is not
-    moved = raw.rename(tmp_path / "moved")
-    assert_ok(run_demo(tmp_path / "run4", f"dataset={out}", *run, f"recordings={moved}", launcher=False))
-    soundfile.write(moved / "bob" / "take3.wav", say(["five"], [0.5]), RATE)
-    added = run_demo(tmp_path / "run5", f"dataset={out}", *run, f"recordings={moved}", launcher=False)
-    assert added.returncode == 1 and "cut from other recordings or settings than" in added.stderr
-
-
-def test_two_processes_share_the_recordings_and_write_the_same_dataset(tmp_path):
-    raw = user_recordings(tmp_path / "podcast")
-    common = [f"recordings={raw}", f"segment_asr_model={tiny_asr(tmp_path / 'asr')}", "max_asr_cer=1000",
-              "min_clip_seconds=0.5", "max_clip_seconds=1.2"]  # fmt: skip
-    assert_ok(segment_command(tmp_path / "one", *common))
-    assert_ok(segment_command(tmp_path / "two", *common, processes=2))
-    assert (tmp_path / "two/metadata.csv").read_text() == (tmp_path / "one/metadata.csv").read_text()
-    reports = [json.loads((tmp_path / run / "segment_report.json").read_text()) for run in ("one", "two")]
-    assert reports[0]["dropped"] == reports[1]["dropped"] and reports[0]["kept"] == reports[1]["kept"]
-
-
-@pytest.mark.parametrize(
-    "overrides, message",
-    [
-        (["dataset={raw}/clips"], "must be a folder apart from the recordings"),
-        (["dataset=synthetic"], "recordings: set `dataset` to the new folder"),
-        (["dataset={foreign}"], "holds files tpu_demo.segment did not write"),
-        (["dataset={tmp}/out", "segment_asr_model=", "eval_asr_model="], "recordings: set segment_asr_model"),
-        (["dataset={tmp}/out", "recordings={tmp}/nowhere"], "recordings {tmp}/nowhere: no such folder"),
-        (["dataset={tmp}/out", "max_clip_seconds=0.5"], "max_clip_seconds: 0.5 is not more than min_clip_seconds"),
-    ],
-)
-def test_segment_refuses_before_any_work(tmp_path, overrides, message):
-    raw = tmp_path / "raw"
-    raw.mkdir()
-    soundfile.write(raw / "a.wav", say(["one"], [0.5]), RATE)
-    (tmp_path / "foreign").mkdir()
-    (tmp_path / "foreign" / "mine.txt").write_text("a user's file")
-    names = {"raw": raw, "tmp": tmp_path, "foreign": tmp_path / "foreign"}
-    args = [f"recordings={raw}", f"segment_asr_model={tmp_path / 'asr'}", *(o.format(**names) for o in overrides)]
-    from tpu_demo.segment import main
-
-    result = run_main(main, [str(CONFIG), *args])
-    assert result.returncode == 1 and message.format(**names) in result.stderr, result.stderr
-    assert "Traceback" not in result.stderr and sorted(p.name for p in raw.iterdir()) == ["a.wav"]
-
-
-def test_recordings_are_checked_readable_and_distinct_before_any_work(tmp_path):
+def test_unreadable_and_truncated_recordings_are_set_aside_and_can_be_left_out(tmp_path):
     from tpu_demo.data.segmenting import find_recordings
 
-    (tmp_path / "a.wav").write_bytes(b"not audio")
-    with pytest.raises(FineTuneError, match="recordings: a.wav: unreadable audio"):
-        find_recordings(tmp_path)
-    soundfile.write(tmp_path / "a.wav", say(["one"], [0.5]), RATE)
-    soundfile.write(tmp_path / "a.flac", say(["one"], [0.5]), RATE)
-    with pytest.raises(FineTuneError, match="a.flac and a.wav would make clips of one name"):
+    tone = (0.3 * np.sin(np.arange(16000) / 16000 * 2 * np.pi * 300)).astype(np.float32)
+    (tmp_path / "anna").mkdir()
+    soundfile.write(tmp_path / "anna/good.wav", tone, 16000)
+    planted_faults.write_corrupt(tmp_path / "anna/broken.wav")
+    planted_faults.write_truncated(tmp_path / "anna/cut.wav", tone, 16000, 0.5)
+    found, unreadable = find_recordings(tmp_path)
+    assert [r.name for r in found] == ["anna/good"]
+    assert unreadable["anna/broken.wav"].startswith("unreadable audio (")
+    assert unreadable["anna/cut.wav"].startswith("truncated: its header says 32000 bytes of audio, the file holds")
+    found, unreadable = find_recordings(tmp_path, skip=["anna/broken.wav", "anna/cut.wav"])
+    assert [r.name for r in found] == ["anna/good"] and unreadable == {}
+    soundfile.write(tmp_path / "anna/good.flac", tone, 16000)
+    with pytest.raises(FineTuneError, match="anna/good.flac and anna/good.wav would make clips of one name"):
         find_recordings(tmp_path)
 
 
@@ -299,75 +162,175 @@ def test_segment_settings_without_recordings_are_refused():
         check_config(load_raw(CONFIG, ["max_clip_seconds=10"]))
 
 
-def test_long_recordings_are_read_block_by_block_with_the_same_levels(tmp_path):
-    from tpu_demo.data.segmenting import WINDOW, scan, window_levels
+def user_recordings(folder: Path) -> Path:
+    """Two speakers' folders of real speech (espeak-ng): alice at 16 kHz (WAV, FLAC), bob at 22.05 kHz, three
+    recordings with their own text."""
+    needs_speech_models()
+    texts = planted_faults.SENTENCES
+    for speaker, rate, first in (("alice", 16000, 0), ("bob", 22050, 6)):
+        (folder / speaker).mkdir(parents=True)
+        for take, suffix in ((1, "wav"), (2, "flac")):
+            said = texts[first + 3 * (take - 1) : first + 3 * take]
+            samples, _ = planted_faults.talk(said, planted_faults.VOICES[speaker], rate, seed=take)
+            soundfile.write(folder / speaker / f"take{take}.{suffix}", samples, rate)
+            if (speaker, take) != ("alice", 2):
+                (folder / speaker / f"take{take}.txt").write_text("[S1] " + " ".join(said))
+    return folder
 
-    rng = np.random.default_rng(0)
-    stereo = (rng.standard_normal((int(65.013 * RATE), 2)) * 0.1).astype(np.float32)  # past one 60 s block
-    stereo[int(59.99 * RATE) : int(60.03 * RATE), 1] = 1.0  # full scale on one channel, across the block boundary
-    soundfile.write(tmp_path / "long.flac", stereo, RATE, subtype="PCM_24")
-    levels, clipped, rate = scan(tmp_path / "long.flac")
-    audio, _ = soundfile.read(tmp_path / "long.flac", dtype="float32")
-    assert rate == RATE and np.allclose(levels, window_levels(audio.mean(axis=1), RATE), atol=1e-4)
-    size = int(WINDOW * RATE)
-    expected = (np.abs(audio) >= 0.999).any(axis=1)[: len(levels) * size].reshape(-1, size).sum(axis=1)
-    assert np.array_equal(clipped, expected) and clipped.sum() == int(0.04 * RATE)
+
+COMMON = ["segment_asr_model=pocketsphinx", "max_asr_cer=0.9", "pace_tolerance=3"]
 
 
-def test_the_recordings_language_goes_to_the_dataset_and_to_a_whisper(tmp_path, monkeypatch):
+def segment_command(out, *overrides, processes=None):
+    from tpu_demo.segment import main
+
+    args = [str(CONFIG), f"dataset={out}", *COMMON, *overrides]
+    if processes:
+        return accelerate_launch(ROOT / "tpu_demo/segment.py", *args, num_processes=processes)
+    return run_main(main, args)
+
+
+def snapshot(folder: Path) -> dict:
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def rows(out: Path) -> list[dict]:
+    return list(csv.DictReader(io.StringIO((out / "metadata.csv").read_text(encoding="utf-8"))))
+
+
+@pytest.mark.xdist_group("planted_faults")
+def test_planted_faults_cost_only_their_own_sentences(tmp_path):
+    needs_speech_models()
+    truth = planted_faults.write_recordings(tmp_path / "recordings", sentences=6)
+    result = segment_command(tmp_path / "out", f"recordings={tmp_path / 'recordings'}")
+    assert_ok(result)
+    assert "alice/corrupt.wav: unreadable audio" in result.stdout and "add it to skip_recordings" in result.stdout
+    report = json.loads((tmp_path / "out" / "segment_report.json").read_text())
+    scores = {row["recording"]: row for row in planted_faults.score(truth, report)}
+    for name, row in scores.items():
+        assert row["faulty_kept"] == 0, (name, row)  # nothing faulty is trained on
+        assert row["cuts_inside"] == 0, (name, row)
+    reasons = {name: set(row["reasons"]) for name, row in scores.items()}
+    for level in (14, 10):
+        assert reasons[f"alice/white-noise-{level}db"] == {"noisy"}
+    assert "clipping" in reasons["alice/clipped"] and "other voice" in reasons["alice/other-voice"]
+    assert scores["alice/clipped"]["good_lost"] < 1.0 and scores["alice/other-voice"]["good_lost"] < 1.0
+    assert scores["alice/white-noise-34db"]["good_lost"] < 1.0 and scores["bob/pink-noise-24db"]["good_lost"] < 1.0
+    assert set(report["skipped"]) == {"alice/corrupt.wav", "bob/truncated.wav"}
+
+
+@pytest.mark.xdist_group("segment")
+def test_each_stage_is_redone_only_when_its_settings_change_and_corrections_survive(tmp_path, monkeypatch):
+    import tpu_demo.segment
+
     raw = user_recordings(tmp_path / "podcast")
-    args = [f"recordings={raw}", f"segment_asr_model={tiny_asr(tmp_path / 'asr')}", "max_asr_cer=1000",
-            "min_clip_seconds=0.5", "max_clip_seconds=1.2", "segment_language=de"]  # fmt: skip
-    assert_ok(segment_command(tmp_path / "clips", *args))
-    with open(tmp_path / "clips" / "metadata.csv", newline="") as f:
-        assert {row["language"] for row in csv.DictReader(f)} == {"de"}  # training puts [de] before each text
+    before, out = snapshot(raw), tmp_path / "clips"
+    first = segment_command(out, f"recordings={raw}")
+    assert_ok(first)
+    assert snapshot(raw) == before  # nothing written beside the recordings
+    made = rows(out)
+    assert made and {row["speaker"] for row in made} == {"alice", "bob"}
+    assert all((out / row["audio"]).is_file() for row in made)
 
-    # a Whisper is told the language (a recogniser of one language, as the tiny one, has none to be told)
-    import transformers
+    loaded = []
+    get = tpu_demo.segment.Models.get
+    monkeypatch.setattr(tpu_demo.segment.Models, "get", lambda self, name: loaded.append(name) or get(self, name))
+    # the user corrects a text in metadata.csv; a join setting changes: no model runs, the correction stays
+    edited = made[0] | {"text": "[S1] A text the user corrected."}
+    table = io.StringIO()
+    writer = csv.DictWriter(table, fieldnames=list(edited))
+    writer.writeheader()
+    writer.writerows([edited, *made[1:]])
+    (out / "metadata.csv").write_text(table.getvalue(), encoding="utf-8")
+    again = segment_command(out, f"recordings={raw}", "pace_tolerance=2.5", "target_lufs=-23")
+    assert_ok(again)
+    assert loaded == [] and "your text corrections: 1 applied" in again.stdout
+    assert rows(out)[0]["text"] == "[S1] A text the user corrected."
+    assert (out / "corrections.csv").read_text().count("A text the user corrected") == 1
+    # a judging setting: the recogniser only, for the pieces it now keeps; the cut and the measures are reused
+    assert_ok(segment_command(out, f"recordings={raw}", "min_snr_db=5"))
+    assert set(loaded) <= {"recogniser"}
+    # a cutting setting: every stage again; the correction is kept, though it matches no clip cut so
+    loaded.clear()
+    recut = segment_command(out, f"recordings={raw}", "min_pause_seconds=0.6")
+    assert_ok(recut)
+    assert {"vad", "dnsmos", "voice"} <= set(loaded)
+    assert "your text corrections: " in recut.stdout
+    assert (out / "corrections.csv").read_text().count("A text the user corrected") == 1
 
-    from tpu_demo.evaluation.intelligibility import Transcriber
 
-    class Whisper:
-        model = type("Model", (), {"config": type("Config", (), {"model_type": "whisper"})})
-        feature_extractor = type("Extractor", (), {"sampling_rate": RATE})
+@bug_on_unpatched  # the training part stops at the state on the published release
+@pytest.mark.xdist_group("segment")
+def test_segment_writes_a_dataset_training_reads(tmp_path):
+    raw = user_recordings(tmp_path / "podcast")
+    out = tmp_path / "clips"
+    assert_ok(segment_command(out, f"recordings={raw}", "max_clip_seconds=5"))
+    report = json.loads((out / "segment_report.json").read_text())
+    assert len(rows(out)) == report["kept"]["clips"] > 0
+    run = [f"codec={tiny_codec(tmp_path / 'codec')}", "max_steps=2", "eval_samples=2", "eval_steps=2",
+           "max_audio_frames=512", "max_text_tokens=160", "per_device_train_batch_size=2", f"recordings={raw}",
+           "max_clip_seconds=5", *COMMON]  # fmt: skip
+    assert_ok(run_demo(tmp_path / "run", f"dataset={out}", *run, launcher=False))
+    changed = run_demo(tmp_path / "run2", f"dataset={out}", *run, "min_snr_db=3", launcher=False)
+    assert changed.returncode == 1 and "cut from other recordings or settings than" in changed.stderr
+    never = run_demo(tmp_path / "run3", f"dataset={tmp_path / 'none'}", *run, launcher=False)
+    assert never.returncode == 1 and "run `python -m tpu_demo.segment`" in never.stderr
 
-        def __call__(self, audio, **options):
-            self.options = options
-            return {"text": " hallo "}
 
-    monkeypatch.setattr(transformers, "pipeline", lambda *args, **kwargs: Whisper())
-    transcriber = Transcriber("whisper", key="segment_asr_model", language="de")
-    assert transcriber(say(["one"], [0.1]), RATE) == "hallo"
-    assert transcriber.pipeline.options == {"generate_kwargs": {"language": "de"}}
-    with pytest.raises(FineTuneError, match="segment_language: Whisper knows no language 'klingon'"):
-        Transcriber("whisper", key="segment_asr_model", language="klingon")
+@pytest.mark.xdist_group("segment")
+def test_two_processes_share_the_recordings_and_write_the_same_dataset(tmp_path):
+    raw = user_recordings(tmp_path / "podcast")
+    assert_ok(segment_command(tmp_path / "one", f"recordings={raw}"))
+    assert_ok(segment_command(tmp_path / "two", f"recordings={raw}", processes=2))
+    assert (tmp_path / "two/metadata.csv").read_text() == (tmp_path / "one/metadata.csv").read_text()
 
 
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["dataset={raw}/clips"], "must be a folder apart from the recordings"),
+        (["dataset=synthetic"], "recordings: set `dataset` to the new folder"),
+        (["dataset={foreign}"], "holds files tpu_demo.segment did not write"),
+        (["dataset={tmp}/out", "segment_asr_model=", "eval_asr_model="], "recordings: set segment_asr_model"),
+        (["dataset={tmp}/out", "recordings={tmp}/nowhere"], "recordings {tmp}/nowhere: no such folder"),
+        (["dataset={tmp}/out", "max_clip_seconds=0.5"], "max_clip_seconds: 0.5 is not more than min_clip_seconds"),
+        (["dataset={tmp}/out", "segment_asr_model={tmp}/no-asr"], "no-asr"),
+    ],
+)
+def test_segment_refuses_before_any_work(tmp_path, overrides, message):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    soundfile.write(raw / "a.wav", np.zeros(16000, np.float32), 16000)
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "mine.txt").write_text("a user's file")
+    names = {"raw": raw, "tmp": tmp_path, "foreign": tmp_path / "foreign"}
+    args = [f"recordings={raw}", *(o.format(**names) for o in overrides)]
+    from tpu_demo.segment import main
+
+    result = run_main(main, [str(CONFIG), "segment_asr_model=pocketsphinx", *args])
+    assert result.returncode == 1 and message.format(**names) in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and sorted(p.name for p in raw.iterdir()) == ["a.wav"]
+    assert not (tmp_path / "out").exists()  # a refused run leaves no folder behind
+
+
+@pytest.mark.xdist_group("segment")
 def test_an_interrupted_segmenting_says_how_to_continue_and_continues(tmp_path, monkeypatch):
     import tpu_demo.segment
 
     raw = user_recordings(tmp_path / "podcast")
-    args = [f"recordings={raw}", f"segment_asr_model={tiny_asr(tmp_path / 'asr')}", "max_asr_cer=1000",
-            "min_clip_seconds=0.5", "max_clip_seconds=1.2"]  # fmt: skip
-    done, segment = [], tpu_demo.segment.segment
+    done, cut = [], tpu_demo.segment.cut_and_measure
 
     def stopped_after_one(*arguments):
         if done:
             raise KeyboardInterrupt  # Ctrl-C during the second recording
         done.append(1)
-        return segment(*arguments)
+        return cut(*arguments)
 
-    monkeypatch.setattr(tpu_demo.segment, "segment", stopped_after_one)
-    stopped = segment_command(tmp_path / "clips", *args)
+    monkeypatch.setattr(tpu_demo.segment, "cut_and_measure", stopped_after_one)
+    stopped = segment_command(tmp_path / "clips", f"recordings={raw}")
     assert stopped.returncode == 1 and "interrupted; the recordings done are kept" in stopped.stderr
     assert "Traceback" not in stopped.stderr and not (tmp_path / "clips" / "metadata.csv").exists()
-    monkeypatch.setattr(tpu_demo.segment, "segment", segment)
-    again = segment_command(tmp_path / "clips", *args)
+    monkeypatch.setattr(tpu_demo.segment, "cut_and_measure", cut)
+    again = segment_command(tmp_path / "clips", f"recordings={raw}")
     assert_ok(again)
-    assert "1 of this process's 4 recordings done before" in again.stdout
-
-
-def test_a_refused_segmenting_leaves_no_folder_behind(tmp_path):
-    raw = user_recordings(tmp_path / "podcast")
-    refused = segment_command(tmp_path / "clips", f"recordings={raw}", f"segment_asr_model={tmp_path / 'no-asr'}")
-    assert refused.returncode == 1 and "no such folder" in refused.stderr and not (tmp_path / "clips").exists()
+    assert "1 of this process's 4 recordings cut and measured before" in again.stdout

@@ -181,12 +181,10 @@ def dry_run(*settings, env):
 def test_long_recordings_are_segmented_on_an_xla_host(tmp_path):
     # the recogniser runs on the host CPU, as the codec does: the same clips as on a CPU machine
     pytest.importorskip("jiwer")
-    from tests.demo_utils import tiny_asr
-    from tests.finetune.test_segmenting import user_recordings
+    from tests.finetune.test_segmenting import COMMON, user_recordings
 
     raw = user_recordings(tmp_path / "podcast")
-    args = [f"recordings={raw}", f"segment_asr_model={tiny_asr(tmp_path / 'asr')}", "max_asr_cer=1000",
-            "min_clip_seconds=0.5", "max_clip_seconds=1.2"]  # fmt: skip
+    args = [f"recordings={raw}", *COMMON]
     made = {}
     for device in ("XLA", "CPU"):
         out = tmp_path / device

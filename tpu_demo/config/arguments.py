@@ -175,14 +175,16 @@ class RecordingsArguments:
     segment_asr_model: str | None = field(
         default=None,
         metadata={
-            "help": "the speech recogniser that transcribes the clips (folder or hub id); default eval_asr_model"
+            "help": "the speech recogniser that transcribes the clips: a transformers folder or hub id (Whisper, "
+            "wav2vec2), or `pocketsphinx` (English, installed with the `speech` extra); default eval_asr_model"
         },
     )
     segment_language: str | None = field(
         default=None,
         metadata={
             "help": "the recordings' language, e.g. de: the dataset's `language` column (a [de] tag before each "
-            "text), and the language a Whisper recogniser transcribes in (unset: it detects one per clip)"
+            "text; none for English, en or en-*, which Dia learned untagged), and the language a Whisper recogniser "
+            "transcribes in (unset: it detects one per clip)"
         },
     )
     min_clip_seconds: float = field(default=1.0, metadata={"help": "shorter clips are dropped"})
@@ -190,22 +192,45 @@ class RecordingsArguments:
         default=15.0, metadata={"help": "clips are cut at pauses to at most this long; speech without such a pause is "
                                 "dropped"}
     )  # fmt: skip
-    min_pause_seconds: float = field(default=0.25, metadata={"help": "the shortest quiet stretch that is a pause"})
-    pause_db: float = field(
-        default=-35.0,
-        metadata={
-            "help": "20 ms windows this many dB below the recording's loud ones (its 95th percentile) are quiet"
-        },
+    skip_recordings: list[str] | None = field(
+        default=None,
+        metadata={"help": "recordings to leave out, by name relative to the folder (e.g. anna/take3.wav)"},
+    )
+    min_pause_seconds: float = field(
+        default=0.25, metadata={"help": "the shortest stretch without speech (Silero VAD) that is a pause"}
+    )
+    vad_threshold: float = field(
+        default=0.5, metadata={"help": "Silero VAD's speech probability above which a 32 ms frame is speech"}
     )
     min_snr_db: float = field(
-        default=15.0,
-        metadata={"help": "clips whose speech is less than this many dB above the recording's pauses are dropped"},
+        default=20.0,
+        metadata={
+            "help": "pieces of speech less than this many dB above the noise in the pauses around them (the nearest "
+            "0.3 s or more of pause within 3 s, else 15 s, else the recording's) are dropped"
+        },
+    )
+    min_dnsmos_bak: float = field(
+        default=1.8,
+        metadata={"help": "pieces whose DNSMOS background score (1-5: 5 is no audible noise) is lower are dropped"},
+    )
+    min_dnsmos_ovrl: float = field(
+        default=1.3,
+        metadata={"help": "pieces whose DNSMOS overall score (1-5) is lower are dropped (distortion, music)"},
+    )
+    min_speaker_similarity: float = field(
+        default=0.75,
+        metadata={
+            "help": "pieces whose voice (GE2E speaker encoder) is less similar than this to the rest of their speaker "
+            "folder (or recording) are dropped as another voice"
+        },
     )
     max_clipped_share: float = field(
-        default=0.001, metadata={"help": "clips with more of their samples at full scale (clipping) are dropped"}
+        default=0.001,
+        metadata={"help": "pieces with more of their samples at full scale (clipping) are dropped"},
     )
-    target_dbfs: float = field(
-        default=-20.0, metadata={"help": "each clip's speech is scaled to this RMS level (peaks kept below -1 dBFS)"}
+    target_lufs: float = field(
+        default=-20.0,
+        metadata={"help": "each clip is scaled to this integrated loudness (ITU-R BS.1770), peaks kept below -1 dBFS"},
     )
     pace_tolerance: float = field(
         default=2.0,
@@ -232,6 +257,8 @@ class RecordingsArguments:
             )
         if self.pace_tolerance <= 1:
             raise FineTuneError(f"pace_tolerance: {self.pace_tolerance} must be more than 1 (a factor)")
+        if not 0 < self.vad_threshold < 1:
+            raise FineTuneError(f"vad_threshold: {self.vad_threshold} is not a probability between 0 and 1")
 
 
 @dataclass

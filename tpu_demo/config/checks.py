@@ -154,6 +154,11 @@ def refuse_unknown_keys(raw: dict) -> None:
         )
     if "data_dir" in unknown:
         raise FineTuneError("data_dir: now `dataset` (a manifest of recordings, a folder of codes, or synthetic)")
+    if "pause_db" in unknown or "target_dbfs" in unknown:
+        raise FineTuneError(
+            "pause_db, target_dbfs: the segmenter now finds pauses with Silero VAD (`vad_threshold`) and sets "
+            "loudness in LUFS (`target_lufs`, ITU-R BS.1770)"
+        )
     if "accelerator_state_policy" in unknown:
         raise FineTuneError(
             "accelerator_state_policy: this transformers has no such setting; it comes with the fix for "

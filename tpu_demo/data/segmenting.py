@@ -1,31 +1,39 @@
-"""Long recordings to the clips a fine-tune reads: cut at pauses, transcribed, loudness-normalised, filtered.
+"""Long recordings to the clips a fine-tune reads, in stages each cached by its own settings and inputs:
 
-A recording's pauses are its 20 ms windows `pause_db` below its loud ones (the 95th percentile) for at least
-`min_pause_seconds`; the speech between them is joined into clips of at most `max_clip_seconds`, cut in the middle
-of a pause. Each clip is transcribed by a transformers speech recogniser; where the recording comes with its own text
-(NAME.txt), that text is aligned to the clips through their transcripts and each clip keeps its part of it (speaker
-turns `[S1]`/`[S2]` included). What is dropped, and why, is kept with what is kept.
+1. cut: Silero VAD finds the speech; pauses of at least `min_pause_seconds` part it into pieces.
+2. measure: each piece's true SNR (against the pauses around it), clipping, DNSMOS scores and voice embedding.
+3. transcribe: each piece by the recogniser (where it may be kept, or the recording has its own text).
+4. join (every run, for all recordings at once): pieces judged one by one against the thresholds and their speaker's
+   voice, the good neighbours joined into clips of at most `max_clip_seconds`, cut in the middle of the pauses,
+   loudness-normalised (BS.1770) and written; what is dropped, and why, is kept with what is kept.
+
+A fault costs its own piece only. Where a recording comes with its own text (NAME.txt), that text is aligned to the
+pieces through their transcripts and each keeps its part of it (speaker turns `[S1]`/`[S2]` included).
 """
 
 import difflib
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+import struct
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from tpu_demo.data.layouts import AUDIO_SUFFIXES
+from tpu_demo.data.speech_models import RATE
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.intelligibility import normalise
 from tpu_demo.model.tokens import TEXT_TAGS
 
-WINDOW = 0.02  # seconds: the level of each 20 ms window decides speech or pause
+WINDOW = 0.02  # seconds: noise is measured on 20 ms windows
 EDGE = 0.15  # seconds of a pause kept at each end of a clip (half of a shorter pause)
+NOISE_REACH = 3.0  # seconds: a piece's noise is that of the pauses this close to it, if 0.3 s or more
 TURN = re.compile(r"^\[S\d\]$")
 REPORT = "segment_report.json"  # in the dataset folder: every clip, kept or dropped, and what it was cut with
-PARTS = ".segmenting"  # one file per recording done: what makes a run resumable
+PARTS = ".segmenting"  # one folder per recording: its stages' results, what makes a run resumable
+CORRECTIONS = "corrections.csv"  # the user's edits of metadata.csv texts, kept across reruns
 
 
 @dataclass
@@ -34,6 +42,22 @@ class Recording:
     name: str  # relative to the recordings folder, without its suffix: names its clips
     speaker: str | None  # its subfolder
     text: str | None  # NAME.txt beside it
+
+
+@dataclass
+class Piece:
+    """Speech between two pauses, with what was measured of it."""
+
+    start: float
+    end: float
+    snr_db: float | None = None  # None: no pause near it to measure the noise in
+    clipped: float = 0.0  # share of its samples at full scale
+    dnsmos: dict = field(default_factory=dict)
+    voice: list = field(default_factory=list)  # speaker embedding
+    transcript: str | None = None
+    text: str = ""
+    dropped: str | None = None
+    detail: str = ""
 
 
 @dataclass
@@ -48,30 +72,58 @@ class Clip:
     snr_db: float | None = None
     dropped: str | None = None  # why, in a few words (the report counts by them), for a clip that is not kept
     detail: str = ""  # the figures behind `dropped`
+    dnsmos: dict = field(default_factory=dict)
+    corrected: bool = False  # its text is the user's (corrections.csv)
 
     @property
     def seconds(self) -> float:
         return self.end - self.start
 
 
-def find_recordings(folder) -> list[Recording]:
-    """Every recording in `folder` (a subfolder per speaker), checked readable before any work starts."""
+def wav_truncation(path: Path) -> str | None:
+    """For a WAV file whose data chunk claims more bytes than the file holds, what is missing; else None."""
+    with open(path, "rb") as f:
+        head = f.read(12)
+        if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+            return None
+        size = path.stat().st_size
+        while chunk := f.read(8):
+            if len(chunk) < 8:
+                return None
+            name, length = chunk[:4], struct.unpack("<I", chunk[4:])[0]
+            if name == b"data":
+                held = size - f.tell()
+                return f"its header says {length} bytes of audio, the file holds {held}" if length > held else None
+            f.seek(length + (length & 1), 1)
+    return None
+
+
+def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
+    """Every recording in `folder` (a subfolder per speaker), and those that cannot be read, with why; `skip` names
+    recordings (relative to `folder`) to leave out."""
     import soundfile
 
     folder = Path(folder)
     if not folder.is_dir():
         raise FineTuneError(f"recordings {folder}: no such folder")
-    found, names = [], {}
+    found, names, unreadable = [], {}, {}
+    skip = {str(Path(name)) for name in skip or ()}
     for path in sorted(p for p in folder.rglob("*") if p.suffix.lower() in AUDIO_SUFFIXES and p.is_file()):
         relative = path.relative_to(folder)
+        if str(relative) in skip:
+            continue
         name = str(relative.with_suffix(""))
         if name in names:
             raise FineTuneError(f"recordings: {names[name]} and {relative} would make clips of one name; rename one")
         names[name] = relative
         try:
             soundfile.info(str(path))
+            problem = wav_truncation(path) if path.suffix.lower() == ".wav" else None
         except (soundfile.LibsndfileError, RuntimeError) as error:
-            raise FineTuneError(f"recordings: {relative}: unreadable audio ({error})") from None
+            problem = f"unreadable audio ({str(error).splitlines()[-1].strip()})"
+        if problem:
+            unreadable[str(relative)] = problem if problem.startswith("unreadable") else f"truncated: {problem}"
+            continue
         text_file = path.with_suffix(".txt")
         try:
             text = " ".join(text_file.read_text(encoding="utf-8-sig").split()) if text_file.is_file() else None
@@ -80,41 +132,61 @@ def find_recordings(folder) -> list[Recording]:
         speaker = relative.parts[0] if len(relative.parts) > 1 else None
         found.append(Recording(path, name, speaker, text or None))
     if not found:
-        raise FineTuneError(f"recordings {folder}: no audio files ({', '.join(AUDIO_SUFFIXES)})")
-    return found
+        raise FineTuneError(f"recordings {folder}: no readable audio files ({', '.join(AUDIO_SUFFIXES)})")
+    return found, unreadable
 
 
-def window_levels(audio: np.ndarray, rate: int) -> np.ndarray:
-    """The level of each 20 ms window, in dB full scale."""
-    size = max(1, int(WINDOW * rate))
-    windows = audio[: len(audio) // size * size].reshape(-1, size)
-    return 10 * np.log10(np.mean(windows.astype(np.float64) ** 2, axis=1) + 1e-12)
+def read_recording(path: Path) -> tuple[np.ndarray, np.ndarray, int]:
+    """The recording as 16 kHz mono for the models, each 10 ms window's count of samples at full scale (any channel,
+    at its own rate), and its rate; read block by block, so only the 16 kHz copy is ever whole in memory."""
+    import soundfile
+    import soxr
+
+    rate = soundfile.info(str(path)).samplerate
+    size = max(1, rate // 100)
+    stream = soxr.ResampleStream(rate, RATE, 1, dtype="float32")
+    audio, clipped = [], []
+    blocks = soundfile.blocks(str(path), blocksize=size * 6000, dtype="float32", always_2d=True)
+    for block in blocks:
+        whole = len(block) // size * size
+        clipped.append((np.abs(block[:whole]) >= 0.999).any(axis=1).reshape(-1, size).sum(axis=1))
+        audio.append(stream.resample_chunk(block.mean(axis=1)))
+    audio.append(stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True))
+    return np.concatenate(audio), np.concatenate(clipped or [np.zeros(0)]), rate
 
 
-def cut(levels: np.ndarray, settings) -> list[tuple[int, int, bool]]:
-    """Clips as (first window, end window, cut inside speech): speech between pauses, joined up to the longest clip.
-    `too_long` is True for speech without a pause within `max_clip_seconds`."""
-    quiet = levels < np.percentile(levels, 95) + settings.pause_db
-    pause_windows = max(1, round(settings.min_pause_seconds / WINDOW))
-    speech, start, run = [], None, 0  # speech: (first, end) windows between pauses
-    for i, is_quiet in enumerate(quiet):
-        run = run + 1 if is_quiet else 0
-        if not is_quiet and start is None:
-            start = i
-        elif start is not None and run == pause_windows:
-            speech.append((start, i - run + 1))
-            start = None
-    if start is not None:
-        speech.append((start, len(quiet) - run))
-    edge = min(round(EDGE / WINDOW), pause_windows // 2)  # two clips' edges never overlap
-    longest = settings.max_clip_seconds / WINDOW
-    clips = []
-    for first, end in speech:
-        if clips and end - clips[-1][0] + 2 * edge <= longest:
-            clips[-1] = (clips[-1][0], end)  # the pause between them stays inside the clip
-        else:
-            clips.append((first, end))
-    return [(max(0, first - edge), min(len(levels), end + edge), end - first > longest) for first, end in clips]
+def window_power(audio16k: np.ndarray) -> np.ndarray:
+    size = int(WINDOW * RATE)
+    windows = audio16k[: len(audio16k) // size * size].reshape(-1, size).astype(np.float64)
+    return np.mean(windows**2, axis=1)
+
+
+def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge, encoder) -> list[Piece]:
+    """Each span of speech as a Piece with its SNR, clipping, DNSMOS scores and voice."""
+    power = window_power(audio16k)
+    pause = np.ones(len(power), dtype=bool)
+    for start, end in spans:  # a pause starts 0.1 s away from speech: its edges carry speech
+        pause[max(0, int((start - 0.1) / WINDOW)) : int((end + 0.1) / WINDOW) + 1] = False
+    centres = np.arange(len(power)) * WINDOW
+    pieces = []
+    for start, end in spans:
+        piece = Piece(round(start, 3), round(end, 3))
+        noise = None
+        for reach in (NOISE_REACH, 15.0, np.inf):  # the nearest pauses that are long enough to measure
+            near = pause & (centres >= start - reach) & (centres <= end + reach)
+            if near.sum() * WINDOW >= 0.3:
+                noise = power[near]
+                break
+        speech = power[int(start / WINDOW) : max(int(end / WINDOW), int(start / WINDOW) + 1)]
+        if noise is not None:
+            level = max(float(np.mean(noise)), 1e-12)
+            piece.snr_db = round(10 * np.log10(max(float(np.mean(speech)) - level, 1e-12) / level), 2)
+        first, last = int(start * 100), max(int(end * 100), int(start * 100) + 1)  # 10 ms windows
+        piece.clipped = round(float(clipped[first:last].sum()) / ((last - first) * max(1, rate // 100)), 6)
+        samples = audio16k[int(start * RATE) : int(end * RATE)]
+        piece.dnsmos, piece.voice = judge(samples), encoder(samples)
+        pieces.append(piece)
+    return pieces
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -178,92 +250,125 @@ def disagreement(text: str, transcript: str) -> float:
     return float(jiwer.cer(normalise(text), normalise(transcript) or ""))
 
 
-def normalised_loudness(audio: np.ndarray, levels: np.ndarray, quiet: float, target_dbfs: float) -> np.ndarray:
-    """`audio` scaled so its speech windows (louder than `quiet` dB) have the RMS level `target_dbfs`, its peak kept
-    below -1 dBFS."""
-    speech = levels[levels >= quiet]
-    level = 10 * np.log10(np.mean(10 ** (speech / 10))) if len(speech) else -np.inf
-    gain = 10 ** ((target_dbfs - level) / 20) if np.isfinite(level) else 1.0
-    peak = float(np.abs(audio).max()) * gain
-    if peak > 10 ** (-1 / 20):
-        gain *= 10 ** (-1 / 20) / peak
-    return (audio * gain).astype(np.float32)
+def judge(pieces: list[Piece], recording: Recording, settings) -> None:
+    """Drops the pieces that fail a threshold of their own, naming the measure that decided."""
+    for piece in pieces:
+        bak, ovrl = piece.dnsmos.get("bak", 5.0), piece.dnsmos.get("ovrl", 5.0)
+        if piece.end - piece.start > settings.max_clip_seconds:
+            piece.dropped, piece.detail = "too long", f"no pause within max_clip_seconds {settings.max_clip_seconds}"
+        elif piece.clipped > settings.max_clipped_share:
+            piece.dropped, piece.detail = "clipping", f"{piece.clipped:.2%} of its samples at full scale"
+        elif piece.snr_db is not None and piece.snr_db < settings.min_snr_db:
+            piece.dropped, piece.detail = "noisy", f"SNR {piece.snr_db:.1f} dB < min_snr_db {settings.min_snr_db}"
+        elif bak < settings.min_dnsmos_bak:
+            piece.dropped, piece.detail = "noisy", f"DNSMOS BAK {bak:.2f} < min_dnsmos_bak {settings.min_dnsmos_bak}"
+        elif ovrl < settings.min_dnsmos_ovrl:
+            piece.dropped = "poor quality"
+            piece.detail = f"DNSMOS OVRL {ovrl:.2f} < min_dnsmos_ovrl {settings.min_dnsmos_ovrl}"
 
 
-def scan(path: Path):
-    """Each 20 ms window's level (dBFS, of the mono downmix) and count of samples at full scale (on any channel),
-    and the rate, read block by block: hours of audio are never in memory at once."""
+def needs_transcript(piece: Piece, recording: Recording) -> bool:
+    """Pieces that may be kept; with the recording's own text, all of them: the text is aligned over every one."""
+    return recording.text is not None or not piece.dropped
+
+
+def drop_other_voices(pieces: list[Piece], threshold: float) -> None:
+    """Drops the pieces of one speaker whose voice is less similar than `threshold` to the speaker's voice (the mean
+    of the others, taken again without those dropped); needs three pieces to tell a voice from the rest."""
+    for _ in range(2):
+        kept = [piece for piece in pieces if not piece.dropped and piece.voice]
+        if len(kept) < 3:
+            return
+        voices = np.array([piece.voice for piece in kept])
+        centre = voices.mean(axis=0)
+        centre /= np.linalg.norm(centre)
+        for piece, similarity in zip(kept, voices @ centre, strict=True):
+            if similarity < threshold:
+                piece.dropped = "other voice"
+                piece.detail = f"similarity {similarity:.2f} to its speaker < min_speaker_similarity {threshold}"
+
+
+def give_texts(pieces: list[Piece], recording: Recording, max_asr_cer: float) -> None:
+    """Each piece's text: its part of the recording's own text (checked against its transcript), else what the
+    recogniser heard."""
+    if recording.text is not None:
+        parts = align(recording.text, [piece.transcript or "" for piece in pieces])
+        for piece, part in zip(pieces, parts, strict=True):
+            piece.text = part
+            if piece.dropped:
+                continue
+            if not normalise(part):
+                piece.dropped, piece.detail = "no text aligned", "none of the recording's text aligns with it"
+            elif (cer := disagreement(part, piece.transcript or "")) > max_asr_cer:
+                piece.dropped, piece.detail = "recogniser disagrees", f"CER {cer:.2f} > max_asr_cer {max_asr_cer}"
+        return
+    for piece in pieces:
+        if not piece.dropped:
+            piece.text = f"[S1] {piece.transcript}" if normalise(piece.transcript or "") else ""
+            if not piece.text:
+                piece.dropped, piece.detail = "no words heard", "the recogniser heard no words"
+
+
+def joined_text(parts: list[str]) -> str:
+    """The texts of neighbouring pieces as one, a part that goes on in the same speaker turn without its tag."""
+    words, turn = [], None
+    for part in parts:
+        tokens = part.split()
+        if tokens and TURN.match(tokens[0]) and tokens[0] == turn:
+            tokens = tokens[1:]
+        words += tokens
+        turn = next((token for token in reversed(words) if TURN.match(token)), turn)
+    return " ".join(words)
+
+
+def join(pieces: list[Piece], recording: Recording, seconds: float, settings) -> list[Clip]:
+    """Clips of neighbouring kept pieces, at most `max_clip_seconds` with their margins; each dropped piece a
+    dropped clip of its own. A clip's margins are up to EDGE of the pauses around it, never past half of one."""
+    groups, group = [], []
+    for piece in pieces:
+        if piece.dropped:
+            groups += [group] if group else []
+            groups.append([piece])
+            group = []
+        elif group and piece.end - group[0].start + 2 * EDGE > settings.max_clip_seconds:
+            groups.append(group)
+            group = [piece]
+        else:
+            group.append(piece)
+    groups += [group] if group else []
+    clips, bounds = [], [0.0] + [x for piece in pieces for x in (piece.start, piece.end)] + [seconds]
+    for group in groups:
+        before = bounds[bounds.index(group[0].start) - 1]
+        after = bounds[bounds.index(group[-1].end) + 1]
+        start = group[0].start - min(EDGE, (group[0].start - before) / 2)
+        end = group[-1].end + min(EDGE, (after - group[-1].end) / 2)
+        clip = Clip(recording.name, round(max(0.0, start), 3), round(min(seconds, end), 3), recording.speaker)
+        clip.text = joined_text([piece.text for piece in group])
+        clip.transcript = " ".join(piece.transcript or "" for piece in group).strip()
+        snrs = [piece.snr_db for piece in group if piece.snr_db is not None]
+        clip.snr_db = min(snrs) if snrs else None
+        clip.dnsmos = {key: min(piece.dnsmos[key] for piece in group) for key in group[0].dnsmos}
+        clip.dropped, clip.detail = group[0].dropped, group[0].detail
+        if not clip.dropped and clip.seconds < settings.min_clip_seconds:
+            clip.dropped, clip.detail = "too short", f"{clip.seconds:.2f} s < min_clip_seconds"
+        clips.append(clip)
+    return clips
+
+
+def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float) -> None:
+    """The clip's audio from the recording at `path`, loudness-normalised, as 16-bit WAV at the recording's rate."""
     import soundfile
+
+    from tpu_demo.data.speech_models import loudness_normalised
 
     rate = soundfile.info(str(path)).samplerate
-    size = max(1, int(WINDOW * rate))
-    levels, clipped = [], []
-    for block in soundfile.blocks(str(path), blocksize=size * 3000, dtype="float32", always_2d=True):
-        whole = len(block) // size * size  # a last part shorter than a window is not a window
-        levels.append(window_levels(block[:whole].mean(axis=1), rate))
-        clipped.append((np.abs(block[:whole]) >= 0.999).any(axis=1).reshape(-1, size).sum(axis=1))
-    return np.concatenate(levels or [np.zeros(0)]), np.concatenate(clipped or [np.zeros(0)]), rate
-
-
-def read_clip(path: Path, first: int, end: int, size: int) -> np.ndarray:
-    import soundfile
-
-    audio, _ = soundfile.read(str(path), start=first * size, stop=end * size, dtype="float32", always_2d=True)
-    return audio.mean(axis=1)
-
-
-def segment(recording: Recording, settings, transcribe, out_dir: Path) -> list[Clip]:
-    """The clips of one recording, each written to out_dir/clips/ when kept, or with the reason it was dropped."""
-    import soundfile
-
-    levels, clipped, rate = scan(recording.path)
-    if not len(levels):
-        return [Clip(recording.name, 0.0, 0.0, recording.speaker, dropped="empty", detail="no audio")]
-    quiet = np.percentile(levels, 95) + settings.pause_db
-    floor = levels[levels < quiet]
-    noise = 10 * np.log10(np.mean(10 ** (floor / 10))) if len(floor) else -120.0
-    size = int(WINDOW * rate)
-    clips, spans = [], []
-    for first, end, too_long in cut(levels, settings):
-        clip = Clip(recording.name, first * WINDOW, end * WINDOW, recording.speaker)
-        speech = levels[first:end][levels[first:end] >= quiet]
-        clip.snr_db = float(10 * np.log10(np.mean(10 ** (speech / 10))) - noise) if len(speech) else 0.0
-        share = float(clipped[first:end].sum()) / ((end - first) * size)
-        if too_long:
-            clip.dropped, clip.detail = "too long", f"no pause within max_clip_seconds {settings.max_clip_seconds}"
-        elif clip.seconds < settings.min_clip_seconds:
-            clip.dropped, clip.detail = "too short", f"{clip.seconds:.2f} s < min_clip_seconds"
-        elif share > settings.max_clipped_share:
-            clip.dropped, clip.detail = "clipping", f"{share:.2%} of its samples at full scale"
-        elif clip.snr_db < settings.min_snr_db:
-            clip.dropped, clip.detail = "noisy", f"speech {clip.snr_db:.1f} dB above the pauses < min_snr_db"
-        if not clip.dropped:
-            clip.transcript = transcribe(read_clip(recording.path, first, end, size), rate)
-        clips.append(clip)
-        spans.append((first, end))
-    heard = [clip for clip in clips if not clip.dropped]
-    if recording.text is not None:
-        for clip, part in zip(heard, align(recording.text, [clip.transcript for clip in heard]), strict=True):
-            clip.text = part
-            if not normalise(part):
-                clip.dropped, clip.detail = "no text aligned", "none of the recording's text aligns with it"
-            elif (cer := disagreement(part, clip.transcript)) > settings.max_asr_cer:
-                clip.dropped, clip.detail = "recogniser disagrees", f"CER {cer:.2f} > max_asr_cer"
-    else:
-        for clip in heard:
-            clip.text = f"[S1] {clip.transcript}" if normalise(clip.transcript) else ""
-            if not clip.text:
-                clip.dropped, clip.detail = "no words heard", "the recogniser heard no words"
-    for number, (clip, (first, end)) in enumerate(zip(clips, spans, strict=True), 1):
-        if clip.dropped:
-            continue
-        sound = normalised_loudness(read_clip(recording.path, first, end, size), levels[first:end], quiet,
-                                    settings.target_dbfs)  # fmt: skip
-        clip.audio = f"clips/{recording.name}-{number:04d}.wav"
-        path = out_dir / clip.audio
-        path.parent.mkdir(parents=True, exist_ok=True)
-        soundfile.write(str(path), sound, rate, subtype="PCM_16")
-    return clips
+    audio, _ = soundfile.read(
+        str(path), start=int(clip.start * rate), stop=int(clip.end * rate), dtype="float32", always_2d=True
+    )
+    clip.audio = f"clips/{clip.recording}-{round(clip.start * 100):07d}.wav"
+    target = out_dir / clip.audio
+    target.parent.mkdir(parents=True, exist_ok=True)
+    soundfile.write(str(target), loudness_normalised(audio.mean(axis=1), rate, target_lufs), rate, subtype="PCM_16")
 
 
 def drop_unusual_pace(clips: list[Clip], tolerance: float) -> None:
@@ -313,11 +418,6 @@ def recordings_digest(folder) -> str:
     files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (*AUDIO_SUFFIXES, ".txt") and p.is_file())
     listing = [(str(p.relative_to(folder)), p.stat().st_size) for p in files]
     return hashlib.sha256(json.dumps(listing).encode()).hexdigest()[:16]
-
-
-def recording_fingerprint(recording, settings: str) -> str:
-    stat = recording.path.stat()
-    return hashlib.sha256(f"{settings} {stat.st_size} {stat.st_mtime_ns} {recording.text}".encode()).hexdigest()[:16]
 
 
 def recogniser(config) -> str:

@@ -1,0 +1,113 @@
+"""The pretrained speech models the segmenter judges recordings with, all loaded offline from their pip packages
+(the `speech` extra): Silero VAD (where speech is), DNSMOS P.835 (how clean it sounds, without a reference), a GE2E
+speaker encoder (whose voice it is), ITU-R BS.1770 loudness, and pocketsphinx (an English recogniser).
+
+Each model works on 16 kHz mono float32, the rate all of them were trained at."""
+
+import numpy as np
+
+RATE = 16000
+PACKAGES = {"silero_vad": "silero-vad", "speechmos": "speechmos", "resemblyzer": "Resemblyzer"}
+
+
+def missing_package(error: ImportError) -> str:
+    """The pip name of the package an ImportError of this module means."""
+    name = (error.name or "").split(".")[0]
+    if name == "pkg_resources":  # webrtcvad, which Resemblyzer imports, needs setuptools' pkg_resources
+        return "setuptools<81"
+    return PACKAGES.get(name, name)
+
+
+def to_model_rate(audio: np.ndarray, rate: int) -> np.ndarray:
+    import soxr
+
+    audio = np.ascontiguousarray(audio, dtype=np.float32)
+    return audio if rate == RATE else soxr.resample(audio, rate, RATE).astype(np.float32)
+
+
+class SpeechDetector:
+    """Silero VAD: the spans of a recording where someone speaks, cut at pauses of at least `min_pause_seconds`;
+    speech longer than `max_seconds` is split at its longest inner pause."""
+
+    def __init__(self, threshold: float, min_pause_seconds: float, max_seconds: float):
+        from silero_vad import load_silero_vad
+
+        self.model = load_silero_vad(onnx=False)
+        self.threshold, self.min_pause, self.max_seconds = threshold, min_pause_seconds, max_seconds
+
+    def __call__(self, audio16k: np.ndarray) -> list[tuple[float, float]]:
+        import torch
+        from silero_vad import get_speech_timestamps
+
+        spans = get_speech_timestamps(
+            torch.from_numpy(audio16k),
+            self.model,
+            threshold=self.threshold,
+            sampling_rate=RATE,
+            min_silence_duration_ms=int(self.min_pause * 1000),
+            max_speech_duration_s=self.max_seconds,
+            speech_pad_ms=0,  # the segmenter keeps its own margin, bounded by the pause
+            return_seconds=False,
+        )
+        return [(span["start"] / RATE, span["end"] / RATE) for span in spans]
+
+
+class QualityJudge:
+    """DNSMOS P.835: the SIG (speech), BAK (background) and OVRL (overall) opinion scores, 1 to 5."""
+
+    def __call__(self, audio16k: np.ndarray) -> dict[str, float]:
+        from speechmos import dnsmos
+
+        scores = dnsmos.run(np.clip(audio16k, -1, 1), RATE)
+        return {name: round(float(scores[f"{name}_mos"]), 3) for name in ("sig", "bak", "ovrl")}
+
+
+class VoiceEncoder:
+    """Resemblyzer's GE2E encoder: a unit vector per piece of speech; the dot product of two is their similarity."""
+
+    def __init__(self):
+        import contextlib
+        import io
+
+        from resemblyzer import VoiceEncoder as Encoder
+
+        with contextlib.redirect_stdout(io.StringIO()):  # it prints a line on loading
+            self.encoder = Encoder("cpu")
+
+    def __call__(self, audio16k: np.ndarray) -> list[float]:
+        return [round(float(x), 5) for x in self.encoder.embed_utterance(audio16k)]
+
+
+def loudness_normalised(audio: np.ndarray, rate: int, target_lufs: float) -> np.ndarray:
+    """`audio` at `target_lufs` integrated loudness (BS.1770), its peak kept at or below -1 dBFS."""
+    import pyloudnorm
+
+    loudness = pyloudnorm.Meter(rate).integrated_loudness(audio.astype(np.float64))
+    gain = 10 ** ((target_lufs - loudness) / 20) if np.isfinite(loudness) else 1.0
+    peak = float(np.abs(audio).max(initial=0.0)) * gain
+    if peak > 10 ** (-1 / 20):
+        gain *= 10 ** (-1 / 20) / peak
+    return (audio * gain).astype(np.float32)
+
+
+class Pocketsphinx:
+    """The English recogniser inside the pocketsphinx wheel (`segment_asr_model: pocketsphinx`): weak, but real
+    and offline; enough to align a recording's own text to its clips."""
+
+    def __init__(self, language: str | None = None):
+        from tpu_demo.errors import FineTuneError
+
+        if language and not language.lower().startswith("en"):
+            raise FineTuneError(f"segment_asr_model pocketsphinx: English only, not segment_language {language}")
+        from pocketsphinx import Decoder
+
+        self.decoder = Decoder
+
+    def __call__(self, audio: np.ndarray, rate: int) -> str:
+        samples = (np.clip(to_model_rate(audio, rate), -1, 1) * 32767).astype(np.int16)
+        decoder = self.decoder(loglevel="FATAL")  # 0.3 s; a used one adapts, so a transcript would depend on others
+        decoder.start_utt()
+        decoder.process_raw(samples.tobytes(), full_utt=True)
+        decoder.end_utt()
+        hypothesis = decoder.hyp()
+        return hypothesis.hypstr if hypothesis else ""
