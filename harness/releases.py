@@ -44,7 +44,7 @@ def render_tox(text: str) -> str:
         "label",
     )
     excluded = "-".join(f"!{factor(v)}" for v in old)
-    extras = [f"    {excluded}: {extra}" for extra in ("asr", "datasets", "lora")]
+    extras = [f"    {excluded}: {extra}" for extra in ("asr", "datasets", "lora", "speech")]
     text = _block(text, r"    (?:!tf\d+-?)+: \w+", extras, "tox.ini extras")
     return _block(
         text, r"    (?:tf\d+,?)+: datasets<5", [f"    {','.join(map(factor, with_dia_4x))}: datasets<5"], "deps"
