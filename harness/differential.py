@@ -3,8 +3,9 @@
     python -m harness.differential PY_PATCHED PY_PUBLISHED [--programs 150] [--launched 6] [--seed 0]
 
 Both interpreters run the same programs: in one process (harness/differential_worker.py), and under each launcher
-(harness/launch_worker.py: `torchrun` and `accelerate launch` with 2 processes, `notebook_launcher`,
-`debug_launcher` and a `multiprocessing` fork child), compared rank by rank. Every program whose observations
+(harness/launch_worker.py: `torchrun`, `accelerate launch`, `accelerate launch --use_deepspeed` (ZeRO-2) and
+`--use_fsdp` (FSDP2, bf16) with 2 CPU processes, `notebook_launcher`, `debug_launcher` and a `multiprocessing` fork
+child), compared rank by rank. Every program whose observations
 differ is listed with its first differing step and a class: the fix itself, the one deliberate difference
 (a kept state is not reconfigured by a later `Accelerator` or launched over, see the patch's commit message), or a
 REGRESSION. Exit 1 when any regression is found.
@@ -33,8 +34,15 @@ OTHERS = ["train", "use first accelerator", "use first accelerator", "derive(bf1
 CLEARED = "This happens if `AcceleratorState._reset_state()` was called"
 
 
-LAUNCHERS = ("torchrun", "accelerate", "notebook", "debug", "fork")
-IN_RANKS = ("torchrun", "accelerate")  # the launcher starts the worker in every process; the others fork it
+LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "fsdp", "notebook", "debug", "fork")
+# the launcher starts the worker in every process; the others fork it
+IN_RANKS = ("torchrun", "accelerate", "deepspeed", "fsdp")
+# `accelerate launch` flags (and variables) of the launchers that set up a DeepSpeed or FSDP state
+PLUGIN_LAUNCHES = {
+    "deepspeed": (["--use_deepspeed", "--zero_stage", "2"], {}),
+    # `ACCELERATE_USE_CPU`: what a GPU host's `Accelerator()` finds by itself, one device per process
+    "fsdp": (["--use_fsdp", "--fsdp_version", "2", "--mixed_precision", "bf16"], {"ACCELERATE_USE_CPU": "true"}),
+}
 LAUNCH_MAKERS = ["Accelerator()", "Accelerator(cpu)", "Accelerator(bf16)", "PartialState()"]
 LAUNCH_ARGUMENTS = ["args()", "args(use_cpu)", "args(use_cpu)", "args(bf16)"]
 LAUNCH_OTHERS = ["replace(use_cpu)", "train", "use first accelerator"]
@@ -132,6 +140,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def has_deepspeed(python: str) -> bool:
+    check = [python, "-c", "import importlib.util, sys; sys.exit(not importlib.util.find_spec('deepspeed'))"]
+    return subprocess.run(check, capture_output=True).returncode == 0
+
+
 def observe_launched(python: str, launchers: tuple[str, ...], programs_: list[str]) -> dict[str, dict]:
     """Runs `programs_` under `launchers` (one, or several that fork from one parent) in `python`'s env:
     {launcher: {rank: {program: observations}}}."""
@@ -146,6 +159,11 @@ def observe_launched(python: str, launchers: tuple[str, ...], programs_: list[st
             cmd = [python, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
             cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
             cmd += ["--main_process_port", str(port), *worker]
+        elif launchers[0] in PLUGIN_LAUNCHES:
+            flags, variables = PLUGIN_LAUNCHES[launchers[0]]
+            cmd = [python, "-m", "accelerate.commands.launch", *flags, "--num_processes", "2", "--num_machines", "1"]
+            cmd += ["--dynamo_backend", "no", "--main_process_port", str(port), *worker]
+            env.update(variables)
         else:
             cmd = [python, *worker]
         result = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
@@ -207,6 +225,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     batch = programs(args.programs, args.seed)
     chosen = args.launchers.split(",") if args.launched else []
+    if "deepspeed" in chosen and not all(has_deepspeed(python) for python in (args.patched, args.published)):
+        print("deepspeed: not installed in both envs; its launcher is left out")
+        chosen.remove("deepspeed")
     # the launchers that fork share one parent process: one interpreter start per release instead of three
     groups = [(name,) for name in chosen if name in IN_RANKS] + [tuple(n for n in chosen if n not in IN_RANKS)]
     groups = [group for group in groups if group]

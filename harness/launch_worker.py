@@ -2,9 +2,10 @@
 
     python harness/launch_worker.py OUT LAUNCHER[,LAUNCHER ...] PORT PROGRAM [PROGRAM ...]
 
-A program is steps joined by " ; ". Under `torchrun` and `accelerate` (the launcher starts this file in every
-rank) each rank runs every step. Under `notebook`, `debug` and `fork` this file runs once: the steps before " | "
-run here, then each child of `notebook_launcher`, `debug_launcher` or a `multiprocessing` fork runs the rest.
+A program is steps joined by " ; ". Under `torchrun` and `accelerate` (plain, `deepspeed`, `fsdp`: the launcher
+starts this file in every rank) each rank runs every step. Under `notebook`, `debug` and `fork` this file runs
+once: the steps before " | " run here, then each child of `notebook_launcher`, `debug_launcher` or a
+`multiprocessing` fork runs the rest.
 Programs run one after the other, each from no accelerate state (process groups stay: both releases compared see
 the same sequence). Writes OUT/<launcher>-rank<N>.json, {program: [observation per step]} for the steps that rank ran.
 """
@@ -26,7 +27,8 @@ from transformers.utils import logging
 from harness.differential_worker import DATA, Regression
 
 logging.set_verbosity_error()
-IN_RANKS = ("torchrun", "accelerate")  # the launcher starts this file in every process; the others fork from it
+# the launcher starts this file in every process; the others fork from it
+IN_RANKS = ("torchrun", "accelerate", "deepspeed", "fsdp")
 MAKERS = {
     "Accelerator()": lambda: Accelerator(),
     "Accelerator(cpu)": lambda: Accelerator(cpu=True),

@@ -334,3 +334,27 @@ def test_an_interrupted_segmenting_says_how_to_continue_and_continues(tmp_path, 
     again = segment_command(tmp_path / "clips", f"recordings={raw}")
     assert_ok(again)
     assert "1 of this process's 4 recordings cut and measured before" in again.stdout
+
+
+def test_the_real_models_hear_pauses_through_noise_score_noise_and_tell_voices_apart():
+    needs_speech_models()
+    from tpu_demo.config.arguments import RecordingsArguments
+    from tpu_demo.data.speech_models import QualityJudge, SpeechDetector, VoiceEncoder
+
+    defaults = RecordingsArguments()
+    texts = planted_faults.SENTENCES[:4]
+    clean, said = planted_faults.talk(texts, planted_faults.VOICES["alice"], 16000)
+    noisy = planted_faults.add_noise(clean, said, 16000, 10.0)
+    detect = SpeechDetector(defaults.vad_threshold, defaults.min_pause_seconds, defaults.max_clip_seconds)
+    for audio in (clean, noisy):  # every pause between sentences found, at 10 dB SNR too
+        spans = detect(audio)
+        assert len(spans) == len(said)
+        assert all(
+            abs(start - s.start) < 0.3 and abs(end - s.end) < 0.3 for (start, end), s in zip(spans, said, strict=True)
+        )
+    judge = QualityJudge()
+    assert judge(clean)["bak"] > defaults.min_dnsmos_bak > judge(noisy)["bak"]
+    encode = VoiceEncoder()
+    alice = [np.array(encode(planted_faults.speak(text, planted_faults.VOICES["alice"], 16000))) for text in texts[:2]]
+    bob = np.array(encode(planted_faults.speak(texts[2], planted_faults.VOICES["bob"], 16000)))
+    assert alice[0] @ alice[1] > defaults.min_speaker_similarity > alice[0] @ bob
