@@ -88,6 +88,7 @@ def launched_programs(launcher: str, count: int, seed: int) -> list[str]:
         first = [rng.choice(LAUNCH_MAKERS + LAUNCH_ARGUMENTS) for _ in range(rng.randint(1, 2))]
         then = [rng.choice(LAUNCH_ARGUMENTS)]
         then += [rng.choice(LAUNCH_MAKERS + LAUNCH_ARGUMENTS + LAUNCH_OTHERS) for _ in range(rng.randint(0, 2))]
+        then += ["train"] if launcher in PLUGIN_LAUNCHES else []  # the Trainer builds its DeepSpeed or FSDP plugin
         made.append(" ; ".join(first) + (" ; " if launcher in IN_RANKS else " | ") + " ; ".join(then))
     return made
 

@@ -121,6 +121,10 @@ def launch_children(launcher, steps, scope, output_dir, port) -> dict[int, list[
 
 
 def main(out, launchers, port, programs):
+    if os.environ.get("ACCELERATE_USE_FSDP") == "true":  # `fsdp`: the state a GPU host's launch sets up
+        from tests.scripts.fsdp_on_cpu import build_fsdp_on_cpu
+
+        build_fsdp_on_cpu()
     for launcher in launchers.split(","):
         per_rank: dict[int, dict] = {}
         with tempfile.TemporaryDirectory() as output_dir:
