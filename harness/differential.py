@@ -3,12 +3,12 @@
     python -m harness.differential PY_PATCHED PY_PUBLISHED [--programs 150] [--launched 6] [--seed 0]
 
 Both interpreters run the same programs: in one process (harness/differential_worker.py), and under each launcher
-(harness/launch_worker.py: `torchrun`, `accelerate launch`, `accelerate launch --use_deepspeed` (ZeRO-2) and
-`--use_fsdp` (FSDP2, bf16) with 2 CPU processes, `notebook_launcher`, `debug_launcher` and a `multiprocessing` fork
-child), compared rank by rank. Every program whose observations
-differ is listed with its first differing step and a class: the fix itself, the one deliberate difference
-(a kept state is not reconfigured by a later `Accelerator` or launched over, see the patch's commit message), or a
-REGRESSION. Exit 1 when any regression is found.
+(harness/launch_worker.py: `torchrun`, `accelerate launch` plain, with `--use_deepspeed` (ZeRO-2, ZeRO-3) and
+with `--use_fsdp` (FSDP2, bf16; FSDP1 needs a GPU's device lookups: tests/patch/test_multiprocess.py mocks them),
+2 CPU processes each, `notebook_launcher`, `debug_launcher` and a `multiprocessing` fork child), compared rank by
+rank. Every program whose observations differ is listed with its first differing step and a class: the fix
+itself, the one deliberate difference (a kept state is not reconfigured by a later `Accelerator` or launched over,
+see the patch's commit message), or a REGRESSION. Exit 1 when any regression is found.
 """
 
 import argparse
@@ -34,12 +34,13 @@ OTHERS = ["train", "use first accelerator", "use first accelerator", "derive(bf1
 CLEARED = "This happens if `AcceleratorState._reset_state()` was called"
 
 
-LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "fsdp", "notebook", "debug", "fork")
+LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "deepspeed3", "fsdp", "notebook", "debug", "fork")
 # the launcher starts the worker in every process; the others fork it
-IN_RANKS = ("torchrun", "accelerate", "deepspeed", "fsdp")
+IN_RANKS = ("torchrun", "accelerate", "deepspeed", "deepspeed3", "fsdp")
 # `accelerate launch` flags (and variables) of the launchers that set up a DeepSpeed or FSDP state
 PLUGIN_LAUNCHES = {
     "deepspeed": (["--use_deepspeed", "--zero_stage", "2"], {}),
+    "deepspeed3": (["--use_deepspeed", "--zero_stage", "3"], {}),
     # `ACCELERATE_USE_CPU`: what a GPU host's `Accelerator()` finds by itself, one device per process
     "fsdp": (["--use_fsdp", "--fsdp_version", "2", "--mixed_precision", "bf16"], {"ACCELERATE_USE_CPU": "true"}),
 }
@@ -226,9 +227,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     batch = programs(args.programs, args.seed)
     chosen = args.launchers.split(",") if args.launched else []
-    if "deepspeed" in chosen and not all(has_deepspeed(python) for python in (args.patched, args.published)):
-        print("deepspeed: not installed in both envs; its launcher is left out")
-        chosen.remove("deepspeed")
+    if {"deepspeed", "deepspeed3"} & set(chosen) and not all(map(has_deepspeed, (args.patched, args.published))):
+        print("deepspeed: not installed in both envs; its launchers are left out")
+        chosen = [name for name in chosen if not name.startswith("deepspeed")]
     # the launchers that fork share one parent process: one interpreter start per release instead of three
     groups = [(name,) for name in chosen if name in IN_RANKS] + [tuple(n for n in chosen if n not in IN_RANKS)]
     groups = [group for group in groups if group]

@@ -2,7 +2,7 @@
 
     python harness/launch_worker.py OUT LAUNCHER[,LAUNCHER ...] PORT PROGRAM [PROGRAM ...]
 
-A program is steps joined by " ; ". Under `torchrun` and `accelerate` (plain, `deepspeed`, `fsdp`: the launcher
+A program is steps joined by " ; ". Under `torchrun` and `accelerate` (plain, `deepspeed*`, `fsdp*`: the launcher
 starts this file in every rank) each rank runs every step. Under `notebook`, `debug` and `fork` this file runs
 once: the steps before " | " run here, then each child of `notebook_launcher`, `debug_launcher` or a
 `multiprocessing` fork runs the rest.
@@ -28,7 +28,7 @@ from harness.differential_worker import DATA, Regression
 
 logging.set_verbosity_error()
 # the launcher starts this file in every process; the others fork from it
-IN_RANKS = ("torchrun", "accelerate", "deepspeed", "fsdp")
+IN_RANKS = ("torchrun", "accelerate", "deepspeed", "deepspeed3", "fsdp")
 MAKERS = {
     "Accelerator()": lambda: Accelerator(),
     "Accelerator(cpu)": lambda: Accelerator(cpu=True),
