@@ -64,6 +64,9 @@ def test_neighbouring_pieces_are_joined_up_to_the_longest_and_a_dropped_one_cost
     short_clips = settings(max_clip_seconds=1.2, min_clip_seconds=0.8)
     short = join(pieces((1.0, 1.9), (2.0, 2.4), snr_db=40.0), recording(), 3.0, short_clips)
     assert [(c.start, c.end, c.dropped) for c in short] == [(0.85, 1.95, None), (1.95, 2.55, "too short")]
+    # speech from the first sample to the last: no margin outside the recording
+    whole = join(pieces((0.0, 1.0), (1.4, 2.0), snr_db=40.0), recording(), 2.0, settings(max_clip_seconds=1.2))
+    assert [(c.start, c.end) for c in whole] == [(0.0, 1.15), (1.25, 2.0)]
 
 
 def test_each_piece_is_dropped_by_the_measure_that_decided_it():

@@ -324,22 +324,23 @@ def joined_text(parts: list[str]) -> str:
 def join(pieces: list[Piece], recording: Recording, seconds: float, settings) -> list[Clip]:
     """Clips of neighbouring kept pieces, at most `max_clip_seconds` with their margins; each dropped piece a
     dropped clip of its own. A clip's margins are up to EDGE of the pauses around it, never past half of one."""
-    groups, group = [], []
-    for piece in pieces:
+    groups, group = [], []  # runs of indices into `pieces`
+    for number, piece in enumerate(pieces):
         if piece.dropped:
             groups += [group] if group else []
-            groups.append([piece])
+            groups.append([number])
             group = []
-        elif group and piece.end - group[0].start + 2 * EDGE > settings.max_clip_seconds:
+        elif group and piece.end - pieces[group[0]].start + 2 * EDGE > settings.max_clip_seconds:
             groups.append(group)
-            group = [piece]
+            group = [number]
         else:
-            group.append(piece)
+            group.append(number)
     groups += [group] if group else []
-    clips, bounds = [], [0.0] + [x for piece in pieces for x in (piece.start, piece.end)] + [seconds]
-    for group in groups:
-        before = bounds[bounds.index(group[0].start) - 1]
-        after = bounds[bounds.index(group[-1].end) + 1]
+    clips = []
+    for numbers in groups:
+        group = [pieces[number] for number in numbers]
+        before = pieces[numbers[0] - 1].end if numbers[0] else 0.0
+        after = pieces[numbers[-1] + 1].start if numbers[-1] + 1 < len(pieces) else seconds
         start = group[0].start - min(EDGE, (group[0].start - before) / 2)
         end = group[-1].end + min(EDGE, (after - group[-1].end) / 2)
         clip = Clip(recording.name, round(max(0.0, start), 3), round(min(seconds, end), 3), recording.speaker)
