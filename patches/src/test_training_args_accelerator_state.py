@@ -14,6 +14,7 @@
 import os
 import sys
 import unittest
+from types import SimpleNamespace
 from unittest.mock import patch
 
 from parameterized import parameterized
@@ -181,6 +182,26 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertIsNotNone(best.objective)
         self.assertEqual(trainer.state.global_step, 2)
         self.assertEqual(accelerator.distributed_type, DistributedType.NO)
+
+    @parameterized.expand([("tensor_parallel", 2), ("not_sharded", None)])
+    def test_trainer_of_a_tensor_parallel_model_builds_a_fresh_state(self, _, tp_size):
+        # The arguments cannot see the model: a state they kept that the model's tensor parallelism differs from
+        # would be ignored by the `Trainer`'s `Accelerator`, so it is reset before
+        accelerator = Accelerator(cpu=True)
+        model = TinyRegression()
+        if tp_size:
+            model.tp_size = tp_size
+            model.config = SimpleNamespace(distributed_config=SimpleNamespace(dp_size=1))  # as loaded with tp_plan
+        seen = []
+
+        def record_state(**kwargs):
+            seen.append(dict(AcceleratorState._shared_state))
+            raise InterruptedError  # on CPU processes accelerate refuses a parallelism config: stop before it
+
+        with patch("transformers.trainer.Accelerator", record_state), self.assertRaises(InterruptedError):
+            Trainer(model=model, args=self.make_args(), train_dataset=TinyRegressionDataset())
+        self.assertEqual(bool(seen[0]), tp_size is None)  # kept for the other model, as for no model
+        self.assertEqual(hasattr(accelerator.state, "distributed_type"), tp_size is None)
 
     def test_accelerator_survives_trainer(self):
         accelerator = Accelerator(cpu=True)

@@ -62,6 +62,8 @@ def traits(text: str, trainer: str) -> dict[str, bool]:
         "parallelism_config": bool(re.search(r"^    parallelism_config: ", text, flags=re.MULTILINE)),
         # 5.x's `Trainer` builds the `TorchDynamoPlugin` itself; before, its `Accelerator` reads the variables
         "trainer_builds_dynamo_plugin": bool(re.search(TRAINER_PLUGIN, trainer, flags=re.MULTILINE | re.DOTALL)),
+        # 4.50+ passes its `Accelerator` the tensor parallelism of the model (or of `tp_size`)
+        "trainer_reads_tensor_parallelism": "tp_size" in trainer,
     }
 
 
@@ -120,8 +122,16 @@ def inserted_code(found: dict[str, bool], trainer_plugin: str = "") -> tuple[str
 
 
 def edit_trainer(trainer: str, version: str) -> tuple[str, str]:
-    """`trainer.py` calling the arguments' `_torch_dynamo_plugin`, and the call it made (empty where it made none)."""
+    """`trainer.py` calling the arguments' `_torch_dynamo_plugin` and, where it reads a model's tensor parallelism,
+    resetting a state that differs from it; and the `TorchDynamoPlugin` call it made (empty where it made none)."""
     match = re.search(TRAINER_PLUGIN, trainer, flags=re.MULTILINE | re.DOTALL)
+    if "tp_size" in trainer:
+        source = METHODS.read_text()
+        (cls,) = [node for node in ast.parse(source).body if getattr(node, "name", None) == "Trainer"]
+        (loop,) = cls.body[-1].body
+        check = "".join(source.splitlines(keepends=True)[loop.lineno - 2 : loop.end_lineno])  # and its comment
+        anchor = r"^(?=        self\.accelerator = Accelerator\(\*\*args\)\n)"
+        trainer = _replace_once(trainer, anchor, check, "the tensor parallelism check", version, TRAINER, True)
     if match is None:
         return trainer, ""
     call = '            args["dynamo_plugin"] = self.args._torch_dynamo_plugin()\n'

@@ -100,6 +100,17 @@ class TrainingArguments:
         self._keep_accelerator_state(*existing_state)
 
 
+class Trainer:
+    """What the fix adds to the `Trainer` of releases that read a model's tensor parallelism (4.50+): the loop goes
+    before `create_accelerator_and_postprocess` creates its `Accelerator` from `args`."""
+
+    def create_accelerator_and_postprocess(self, args):
+        # the arguments kept the state without the model: reset it if the model's tensor parallelism differs from it
+        for key in ("torch_tp_plugin", "parallelism_config"):
+            if key in args and AcceleratorState._shared_state.get(key, args[key]) != args[key]:
+                AcceleratorState._reset_state()
+
+
 class OlderReleases:
     """What replaces a part of `TrainingArguments` in older releases (4.x also writes `X | None` as `Optional[X]`)."""
 
