@@ -170,7 +170,8 @@ def segment_share(config, recordings, out: Path, state) -> None:
             done += 1
         transcribe(recording, stage, models, settings)
     if state.is_main_process and done:
-        say(f"{done} of this process's {len(share)} recordings cut and measured before (cached)")
+        whose = "this process's " if state.num_processes > 1 else ""
+        say(f"{done} of {whose}{len(share)} recordings cut and measured before (cached)")
 
 
 def read_corrections(out: Path) -> dict[tuple, str]:
@@ -258,7 +259,7 @@ def report_lines(summary: dict, out: Path) -> list[str]:
     dropped = "; ".join(f"{name} {d['clips']} ({d['seconds']:.1f} s)" for name, d in summary["dropped"].items())
     speakers = "; ".join(f"{name} {s['clips']} ({s['seconds']:.1f} s)" for name, s in summary["speakers"].items())
     lines = [
-        f"{summary['recordings']} recordings, {total:.1f} s of speech: kept {kept['clips']} clips "
+        f"{summary['recordings']} recordings, {total:.1f} s in clips: kept {kept['clips']} clips "
         f"({kept['seconds']:.1f} s)",
         f"dropped: {dropped or 'none'}",
         f"kept per speaker: {speakers or 'none'}",

@@ -152,6 +152,8 @@ def test_unreadable_and_truncated_recordings_are_set_aside_and_can_be_left_out(t
     assert unreadable["anna/cut.wav"].startswith("truncated: its header says 32000 bytes of audio, the file holds")
     found, unreadable = find_recordings(tmp_path, skip=["anna/broken.wav", "anna/cut.wav"])
     assert [r.name for r in found] == ["anna/good"] and unreadable == {}
+    with pytest.raises(FineTuneError, match="skip_recordings: broken.wav is no recording here .relative to"):
+        find_recordings(tmp_path, skip=["broken.wav"])
     soundfile.write(tmp_path / "anna/good.flac", tone, 16000)
     with pytest.raises(FineTuneError, match="anna/good.flac and anna/good.wav would make clips of one name"):
         find_recordings(tmp_path)
@@ -298,6 +300,7 @@ def test_two_processes_share_the_recordings_and_write_the_same_dataset(tmp_path)
         (["dataset={tmp}/out", "recordings={tmp}/nowhere"], "recordings {tmp}/nowhere: no such folder"),
         (["dataset={tmp}/out", "max_clip_seconds=0.5"], "max_clip_seconds: 0.5 is not more than min_clip_seconds"),
         (["dataset={tmp}/out", "segment_asr_model={tmp}/no-asr"], "no-asr"),
+        (["dataset={tmp}/out", "segment_asr_model=pocketsphynx"], "did you mean `pocketsphinx`?"),
     ],
 )
 def test_segment_refuses_before_any_work(tmp_path, overrides, message):
@@ -336,7 +339,7 @@ def test_an_interrupted_segmenting_says_how_to_continue_and_continues(tmp_path, 
     monkeypatch.setattr(tpu_demo.segment, "cut_and_measure", cut)
     again = segment_command(tmp_path / "clips", f"recordings={raw}")
     assert_ok(again)
-    assert "1 of this process's 4 recordings cut and measured before" in again.stdout
+    assert "1 of 4 recordings cut and measured before" in again.stdout
 
 
 def test_the_real_models_hear_pauses_through_noise_score_noise_and_tell_voices_apart():
@@ -361,3 +364,23 @@ def test_the_real_models_hear_pauses_through_noise_score_noise_and_tell_voices_a
     alice = [np.array(encode(planted_faults.speak(text, planted_faults.VOICES["alice"], 16000))) for text in texts[:2]]
     bob = np.array(encode(planted_faults.speak(texts[2], planted_faults.VOICES["bob"], 16000)))
     assert alice[0] @ alice[1] > defaults.min_speaker_similarity > alice[0] @ bob
+
+
+def test_a_pieces_noise_is_that_of_its_quieter_side():
+    from tpu_demo.data.segmenting import measure
+
+    rng = np.random.default_rng(0)
+    rate, t = 16000, np.arange(2 * 16000) / 16000
+
+    def stretch(seconds, level):
+        return (level * rng.standard_normal(int(seconds * rate))).astype(np.float32)
+
+    speech = (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    # clean pause, speech, clean pause, speech, a pause where noise starts, speech in that noise, noisy pause
+    audio = np.concatenate([stretch(1, 1e-4), speech, stretch(1, 1e-4), speech, stretch(1, 0.05),
+                            speech + stretch(2, 0.05), stretch(1, 0.05)])  # fmt: skip
+    spans = [(1.0, 3.0), (4.0, 6.0), (7.0, 9.0)]
+    found = measure(audio, np.zeros(len(audio) // 160), rate, spans, lambda x: {}, lambda x: [])
+    snr = [piece.snr_db for piece in found]
+    # the second piece is clean: the noise that starts in the pause after it is not its noise
+    assert snr[0] > 60 and snr[1] > 60 and 10 < snr[2] < 20, snr

@@ -131,6 +131,11 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
             raise FineTuneError(f"recordings: {text_file.relative_to(folder)} is not UTF-8 text") from None
         speaker = relative.parts[0] if len(relative.parts) > 1 else None
         found.append(Recording(path, name, speaker, text or None))
+    if missed := sorted(name for name in skip if not (folder / name).is_file()):
+        example = next(iter(names.values()), "speaker/take.wav")
+        raise FineTuneError(
+            f"skip_recordings: {', '.join(missed)} is no recording here (relative to {folder}, e.g. {example})"
+        )
     if not found:
         raise FineTuneError(f"recordings {folder}: no readable audio files ({', '.join(AUDIO_SUFFIXES)})")
     return found, unreadable
@@ -173,13 +178,17 @@ def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge, 
         piece = Piece(round(start, 3), round(end, 3))
         noise = None
         for reach in (NOISE_REACH, 15.0, np.inf):  # the nearest pauses that are long enough to measure
-            near = pause & (centres >= start - reach) & (centres <= end + reach)
-            if near.sum() * WINDOW >= 0.3:
-                noise = power[near]
+            sides = [
+                pause & (centres >= start - reach) & (centres < start),
+                pause & (centres > end) & (centres <= end + reach),
+            ]
+            levels = [float(np.mean(power[side])) for side in sides if side.sum() * WINDOW >= 0.3]
+            if levels:  # the quieter side: noise that starts or stops in a pause is not this piece's
+                noise = min(levels)
                 break
         speech = power[int(start / WINDOW) : max(int(end / WINDOW), int(start / WINDOW) + 1)]
         if noise is not None:
-            level = max(float(np.mean(noise)), 1e-12)
+            level = max(noise, 1e-12)
             piece.snr_db = round(10 * np.log10(max(float(np.mean(speech)) - level, 1e-12) / level), 2)
         first, last = int(start * 100), max(int(end * 100), int(start * 100) + 1)  # 10 ms windows
         piece.clipped = round(float(clipped[first:last].sum()) / ((last - first) * max(1, rate // 100)), 6)
@@ -425,6 +434,9 @@ def recogniser(config) -> str:
     name = config.recordings.segment_asr_model or config.evaluation.eval_asr_model
     if not name:
         raise FineTuneError("recordings: set segment_asr_model (or eval_asr_model), the recogniser that transcribes")
+    near = difflib.get_close_matches(name.lower(), ["pocketsphinx"], cutoff=0.75)
+    if near and name != "pocketsphinx" and not Path(name).exists():  # before the hub is asked for it
+        raise FineTuneError(f"segment_asr_model {name}: no such recogniser; did you mean `pocketsphinx`?")
     return name
 
 
