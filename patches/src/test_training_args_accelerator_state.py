@@ -12,6 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 import os
+import subprocess
 import sys
 import unittest
 from types import SimpleNamespace
@@ -23,7 +24,6 @@ from transformers import TrainingArguments, is_torch_available
 from transformers.testing_utils import (
     CaptureLogger,
     TestCasePlus,
-    execute_subprocess_async,
     get_torch_dist_unique_port,
     require_accelerate,
     require_optuna,
@@ -154,8 +154,9 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         cmd = f"{sys.executable} -m torch.distributed.run --nproc_per_node 2 --master_port {port} {__file__}".split()
         env = self.get_env()
         env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", OUTPUT_DIR=self.get_auto_remove_tmp_dir())
-        result = execute_subprocess_async(cmd, env=env, timeout=300)
-        self.assertEqual(sum("of 2: distributed" in line for line in result.stdout), 2)
+        result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        self.assertEqual(result.stdout.count("of 2: distributed"), 2)
 
     def test_successive_arguments_with_other_settings(self):
         # A notebook that reruns its cell with another setting: each `Trainer` trains with the state its arguments
@@ -195,13 +196,18 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         seen = []
 
         def record_state(**kwargs):
-            seen.append(dict(AcceleratorState._shared_state))
+            seen.append(
+                (dict(AcceleratorState._shared_state), {"torch_tp_plugin", "parallelism_config"} & set(kwargs))
+            )
             raise InterruptedError  # on CPU processes accelerate refuses a parallelism config: stop before it
 
         with patch("transformers.trainer.Accelerator", record_state), self.assertRaises(InterruptedError):
             Trainer(model=model, args=self.make_args(), train_dataset=TinyRegressionDataset())
-        self.assertEqual(bool(seen[0]), tp_size is None)  # kept for the other model, as for no model
-        self.assertEqual(hasattr(accelerator.state, "distributed_type"), tp_size is None)
+        state, tensor_parallel = seen[0]
+        self.assertFalse(tensor_parallel and tp_size is None)  # only a sharded model brings tensor parallelism
+        # reset where the `Trainer` passes tensor parallelism, kept for the other model, as for no model
+        self.assertEqual(bool(state), not tensor_parallel)
+        self.assertEqual(hasattr(accelerator.state, "distributed_type"), not tensor_parallel)
 
     def test_accelerator_survives_trainer(self):
         accelerator = Accelerator(cpu=True)
