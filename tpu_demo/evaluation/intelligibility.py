@@ -46,7 +46,7 @@ class Transcriber:
         try:
             with quiet_transformers():  # a wrong model's load report runs over many lines: said in one below
                 self.pipeline = pipeline("automatic-speech-recognition", model=name_or_path, device=device)
-        except LOAD_ERRORS as error:
+        except (*LOAD_ERRORS, KeyError) as error:  # KeyError: 4.x's pipeline on a config it has no ASR class for
             raise FineTuneError(load_failure(name_or_path, key, error)) from None
         if wrong := not_a_recogniser(name_or_path, key, self.pipeline.model.config):
             raise FineTuneError(wrong)
