@@ -146,7 +146,6 @@ def main(out, launchers, port, programs):
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:])
-    # the process group goes before the interpreter: left to exit, gloo's threads can abort a rank after its work is
-    # done ("terminate called without an active exception")
-    if torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
+    from tests.scripts.launched_exit import exit_after_report
+
+    exit_after_report()

@@ -13,10 +13,10 @@ import os
 import sys
 from pathlib import Path
 
-import torch
 from accelerate import Accelerator
 from accelerate.utils import InitProcessGroupKwargs
 from fsdp_on_cpu import build_fsdp_on_cpu
+from launched_exit import exit_after_report
 from transformers import Trainer, TrainingArguments, set_seed
 from transformers.testing_utils import CaptureLogger
 from transformers.utils import logging
@@ -60,11 +60,4 @@ try:
 except Exception as error:  # the outcome is what is compared
     report["trained"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
 Path(output_dir, f"rank{report['rank']}.json").write_text(json.dumps(report))
-# the process group goes before the interpreter: left to exit, gloo's threads can abort a rank after its work is
-# done ("terminate called without an active exception", seen under load in CI)
-if torch.distributed.is_initialized():
-    torch.distributed.destroy_process_group()
-# and the interpreter's teardown is skipped: with FSDP2 a rank still aborted there after the group was destroyed
-# (4.55 env); the report above is this program's outcome
-sys.stdout.flush()
-os._exit(0)
+exit_after_report()

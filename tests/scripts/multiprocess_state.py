@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 from unittest.mock import patch
 
-import torch
 from accelerate import Accelerator, PartialState
 from accelerate.state import AcceleratorState
 from accelerate.utils import FullyShardedDataParallelPlugin
 from fsdp_on_cpu import build_fsdp_on_cpu
+from launched_exit import exit_after_report
 from transformers import TrainingArguments
 from transformers.testing_utils import CaptureLogger
 from transformers.utils import logging
@@ -89,7 +89,4 @@ for scenario in scenarios:
 # One file per rank: torchrun interleaves the ranks' stdout.
 rank = PartialState().process_index
 Path(output_dir, f"rank{rank}.json").write_text(json.dumps(results))
-# the process group goes before the interpreter: left to exit, gloo's threads can abort a rank after its work is
-# done ("terminate called without an active exception", seen under load in CI)
-if torch.distributed.is_initialized():
-    torch.distributed.destroy_process_group()
+exit_after_report()
