@@ -2,6 +2,7 @@
 host-side weight load, and a save/load round trip on a one-process CPU Accelerator with a tiny Dia."""
 
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -320,3 +321,36 @@ def test_save_final_writes_a_model_folder(accelerator, training, tmp_path):
     save_final(accelerator, model, tmp_path / "final")
     assert {"config.json", "generation_config.json", SAFE_WEIGHTS_NAME} <= set(names((tmp_path / "final").iterdir()))
     assert_same(DiaForConditionalGeneration.from_pretrained(tmp_path / "final").state_dict(), model.state_dict())
+
+
+def test_a_missing_file_is_named(accelerator, training, tmp_path):
+    model = training[0]
+    path = checkpoint_dir(tmp_path, 1)
+    save_checkpoint(accelerator, model, path)
+    (path / "optimizer.bin").unlink()
+    files = sorted(path.iterdir())
+    with pytest.raises(FineTuneError, match=r"step-1: optimizer.bin is missing; resume from another checkpoint$"):
+        load_checkpoint(accelerator, path)
+    assert sorted(path.iterdir()) == files
+
+
+def test_a_save_cut_short_is_no_checkpoint(accelerator, training, tmp_path, monkeypatch):
+    # a pre-empted host or a kill during the save: its files are part written, the last whole checkpoint is latest
+    model, optimizer, counter = training
+    save_checkpoint(accelerator, model, checkpoint_dir(tmp_path, 1))
+    take_step(model, optimizer, counter)
+
+    def killed_while_writing(output_dir, **kwargs):
+        (Path(output_dir) / "model.safetensors").parent.mkdir(parents=True, exist_ok=True)
+        (Path(output_dir) / "model.safetensors").write_bytes(b"\0" * 10)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(accelerator, "save_state", killed_while_writing)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(accelerator, model, checkpoint_dir(tmp_path, 2))
+    assert names(step_dirs(tmp_path / "checkpoints")) == ["step-1"]
+    assert resolve_resume("latest", tmp_path) == checkpoint_dir(tmp_path, 1)
+    monkeypatch.undo()
+    save_checkpoint(accelerator, model, checkpoint_dir(tmp_path, 2))  # the same step saved again, whole
+    assert names((tmp_path / "checkpoints").iterdir()) == ["step-1", "step-2"]
+    verify_checkpoint(checkpoint_dir(tmp_path, 2))

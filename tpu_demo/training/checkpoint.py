@@ -20,11 +20,29 @@ from tpu_demo.training.outputs import step_dirs, step_name
 
 def save_checkpoint(accelerator, model, path: Path) -> None:
     """accelerate's full training state, plus the model's config and generation config: `from_pretrained(checkpoint)`
-    and `python -m tpu_demo.generate checkpoint` then work too."""
-    accelerator.save_state(str(path))
+    and `python -m tpu_demo.generate checkpoint` then work too. Written under another name and renamed once whole, so
+    a save cut short (a pre-empted host, a kill) leaves no `step-N` for `latest` to pick."""
+    partial = path.with_name(f".{path.name}.partial")
+    if accelerator.is_main_process and partial.exists():  # left by a save cut short
+        shutil.rmtree(partial)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(partial))
     if accelerator.is_main_process:
-        accelerator.unwrap_model(model).config.save_pretrained(path)
-        accelerator.unwrap_model(model).generation_config.save_pretrained(path)
+        accelerator.unwrap_model(model).config.save_pretrained(partial)
+        accelerator.unwrap_model(model).generation_config.save_pretrained(partial)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        replace_folder(partial, path)
+    accelerator.wait_for_everyone()
+    if accelerator.is_local_main_process and partial.exists():  # another host, whose disk is its own
+        replace_folder(partial, path)
+    accelerator.wait_for_everyone()
+
+
+def replace_folder(source: Path, target: Path) -> None:
+    if target.exists():  # this step saved before (by a run resumed from an earlier checkpoint)
+        shutil.rmtree(target)
+    source.rename(target)
 
 
 def resolve_resume(path, output_dir) -> Path:
@@ -116,14 +134,18 @@ def read_sharded_weights(model, path: Path) -> None:
 
 def load_checkpoint(accelerator, path: Path) -> None:
     verify_checkpoint(path)
-    if accelerator.distributed_type == DistributedType.FSDP:  # each process reads its own part of the weights
-        accelerator.load_state(str(path))
-        return
-    handle = accelerator.register_load_state_pre_hook(load_model_weights_on_host)
+    # under FSDP each process reads its own part of the weights; else they are read on the host
+    fsdp = accelerator.distributed_type == DistributedType.FSDP
+    handle = None if fsdp else accelerator.register_load_state_pre_hook(load_model_weights_on_host)
     try:
         accelerator.load_state(str(path))
+    except FileNotFoundError as error:  # deleted by hand: a save cut short leaves no checkpoint
+        missing = Path(error.filename).name if error.filename else error
+        message = f"cannot resume from {path}: {missing} is missing; resume from another checkpoint"
+        raise FineTuneError(message) from None
     finally:
-        handle.remove()
+        if handle:
+            handle.remove()
 
 
 def load_model_weights(accelerator, model, path: Path) -> None:
