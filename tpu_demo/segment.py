@@ -104,7 +104,7 @@ class Models:
         return self.loaded[name]
 
 
-def cut_and_measure(recording, stages: Stages, models: Models) -> None:
+def cut_and_measure(recording, stages: Stages, models: Models) -> list[Piece]:
     from tpu_demo.data.segmenting import measure, read_recording
     from tpu_demo.data.speech_models import RATE
 
@@ -113,13 +113,13 @@ def cut_and_measure(recording, stages: Stages, models: Models) -> None:
     pieces = measure(audio16k, clipped, rate, spans, models.get("dnsmos"), models.get("voice"))
     value = {"seconds": len(audio16k) / RATE, "pieces": [dataclasses.asdict(piece) for piece in pieces]}
     stages.save("pieces", stages.pieces_key, value)
+    return pieces
 
 
-def transcribe(recording, stages: Stages, models: Models, settings) -> None:
+def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, settings) -> None:
     """Transcripts of the pieces that may be kept and have none yet; those of earlier runs are kept."""
     import soundfile
 
-    pieces, _ = stages.pieces()
     judge(pieces, recording, settings)
     transcripts = stages.load("transcripts", stages.transcripts_key) or {}
     todo = [piece for piece in pieces if needs_transcript(piece, recording) and span(piece) not in transcripts]
@@ -164,11 +164,10 @@ def segment_share(config, recordings, out: Path, state) -> None:
     bar = tqdm(share, desc="segmenting", unit="recording", disable=not state.is_main_process)
     done = 0
     for recording, stage in zip(bar, stages, strict=True):
-        if stage.pieces() is None:
-            cut_and_measure(recording, stage, models)
-        else:
-            done += 1
-        transcribe(recording, stage, models, settings)
+        found = stage.pieces()
+        pieces = cut_and_measure(recording, stage, models) if found is None else found[0]
+        done += found is not None
+        transcribe(recording, pieces, stage, models, settings)
     if state.is_main_process and done:
         whose = "this process's " if state.num_processes > 1 else ""
         say(f"{done} of {whose}{len(share)} recordings cut and measured before (cached)")
@@ -224,14 +223,31 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str]) -> dict:
     corrections = read_corrections(out)
     if corrections:
         write_corrections(out, corrections)
-    applied = set()
+    applied = apply_corrections(clips, corrections)
+    write_dataset([clip for clip in clips if not clip.dropped], recordings, out, settings)
+    summary = report(clips, len(recordings))
+    summary["skipped"] = unreadable
+    summary["corrections"] = {"applied": applied, "unmatched": len(corrections) - applied}
+    summary["settings"] = settings_fingerprint(settings, asr_model)
+    summary["recordings_digest"] = recordings_digest(settings.recordings)
+    (out / REPORT).write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def apply_corrections(clips, corrections: dict[tuple, str]) -> int:
+    """The user's texts on the kept clips they name; returns how many applied."""
+    applied = 0
     for clip in clips:
         text = corrections.get((clip.recording, clip.start, clip.end))
         if text is not None and not clip.dropped:
             clip.text, clip.corrected = text, True
-            applied.add((clip.recording, clip.start, clip.end))
+            applied += 1
+    return applied
+
+
+def write_dataset(kept, recordings, out: Path, settings) -> None:
+    """The kept clips as WAVs at `target_lufs` and metadata.csv; clips no longer kept leave the folder."""
     path_of = {recording.name: recording.path for recording in recordings}
-    kept = [clip for clip in clips if not clip.dropped]
     for clip in kept:
         write_clip(clip, path_of[clip.recording], out, settings.target_lufs)
     written = {clip.audio for clip in kept}
@@ -244,13 +260,6 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str]) -> dict:
     writer.writerow(["audio", "text", "speaker", "language"])
     writer.writerows([clip.audio, clip.text, clip.speaker or "", language] for clip in kept)
     (out / "metadata.csv").write_text(table.getvalue(), encoding="utf-8")
-    summary = report(clips, len(recordings))
-    summary["skipped"] = unreadable
-    summary["corrections"] = {"applied": len(applied), "unmatched": len(corrections) - len(applied)}
-    summary["settings"] = settings_fingerprint(settings, asr_model)
-    summary["recordings_digest"] = recordings_digest(settings.recordings)
-    (out / REPORT).write_text(json.dumps(summary, indent=1))
-    return summary
 
 
 def report_lines(summary: dict, out: Path) -> list[str]:
