@@ -89,6 +89,22 @@ def test_fine_tune_on_xla_resumes_exactly_without_recompiling(tmp_path):
 
 @require_xla
 @require_dia
+def test_an_epoch_ending_in_a_short_step_ends_it_on_xla_too(tmp_path):
+    """88 training samples in batches of 8, 2 a step: the 11th batch is a step of its own, as accelerate ends an epoch
+    on CPU and GPU; XLA's prefetch thread iterates the loader where accelerate looks for the epoch's end."""
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    run = ("synthetic_samples=101", "max_steps=-1", "num_train_epochs=2", "gradient_accumulation_steps=2",
+           "save_strategy=epoch", "eval_strategy=no", "logging_steps=1")  # fmt: skip
+    assert_ok(run_demo(straight, *run))
+    assert sorted(p.name for p in (straight / "checkpoints").iterdir()) == ["step-12", "step-6"]
+    assert summary(straight)["steps"] == 12
+    assert_ok(run_demo(resumed, *run, "stop_after_steps=6"))
+    assert_ok(run_demo(resumed, *run, "resume_from_checkpoint=latest"))
+    assert losses_by_step(resumed) == losses_by_step(straight)
+
+
+@require_xla
+@require_dia
 def test_tpu_vm_command_drives_every_device_of_the_host_in_fp32(tmp_path):
     """The command the launcher builds for a TPU VM (one process per host), run on a host of 4 PJRT CPU devices:
     SPMD over all four, data parallel."""

@@ -126,7 +126,7 @@ class DataArguments(CheckedChoices):
         },
     )
     synthetic_samples: int = field(default=96, metadata={"help": "how many samples `dataset: synthetic` makes"})
-    eval_samples: int = field(default=13, metadata={"help": "samples held out for evaluation, drawn with the seed (split.json)"})
+    eval_samples: int = field(default=13, metadata={"help": "samples held out for evaluation, drawn with the seed"})
     max_text_tokens: int = field(default=48, metadata={"help": "text is padded/truncated to this length"})
     max_audio_frames: int = field(default=24, metadata={"help": "audio codes are padded/truncated to this length"})
     text_dropout: float = field(default=0.1, metadata={"help": "chance to drop the text (classifier-free guidance)"})

@@ -8,7 +8,9 @@
     run.cleanup()
 """
 
+import contextlib
 import json
+import math
 import time
 from pathlib import Path
 
@@ -75,9 +77,11 @@ class Progress:
             self.best.load_state_dict(state["best"])
 
 
-def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, loss_fn):
-    """One micro-batch; accelerate decides when gradients sync and the optimizer really steps."""
-    with accelerator.accumulate(model):
+def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, loss_fn, sync: bool):
+    """One micro-batch; `sync`: the last of its step, where gradients sync and the optimizer steps. Set here, as the
+    Trainer sets it: accelerate finds an epoch's end in its loader's iteration, which XLA's prefetch thread runs."""
+    accelerator.gradient_state._set_sync_gradients(sync)
+    with contextlib.nullcontext() if sync else accelerator.no_sync(model):
         with forward_precision(accelerator):
             loss = loss_fn.batch_loss(model, batch)
         # outside autocast, as torch advises: its cache would give a checkpointed layer's recompute the weight casts
@@ -227,8 +231,8 @@ class DiaFineTune:
     def _setup_optimization(self) -> None:
         accelerator, args = self.accelerator, self.config.training
         self.optimizer = make_optimizer(args, self.model, accelerator.distributed_type)
-        batches_per_step = accelerator.num_processes * args.gradient_accumulation_steps
-        steps_per_epoch = max(1, len(self.train_loader) // batches_per_step)
+        batches = len(self.train_loader) // accelerator.num_processes  # each process's, as accelerate shards them
+        steps_per_epoch = max(1, math.ceil(batches / args.gradient_accumulation_steps))  # a short last step
         self.max_steps = args.max_steps if args.max_steps > 0 else int(args.num_train_epochs * steps_per_epoch)
         self.scheduler = make_scheduler(args, self.optimizer, self.max_steps, accelerator.num_processes)
         if args.torch_compile and not self.on_xla:
@@ -304,8 +308,10 @@ class DiaFineTune:
             if self.spmd:  # a new XLA loader: without this its batches would arrive whole on every device
                 self.spmd.shard_loaders(loader)
         for batch in loader:
+            position = progress.batches_in_epoch + 1
+            sync = position % args.gradient_accumulation_steps == 0 or position == len(self.train_loader)
             loss, grad_norm = train_step(
-                accelerator, self.model, batch, self.optimizer, self.scheduler, args.max_grad_norm, self.loss_fn
+                accelerator, self.model, batch, self.optimizer, self.scheduler, args.max_grad_norm, self.loss_fn, sync
             )
             progress.batches_in_epoch += 1
             stats.add_micro_batch(loss, batch["labels"])
