@@ -165,6 +165,9 @@ def test_too_long_audio_is_truncated_or_dropped_and_counted(tmp_path):
     assert "2 truncated to max_audio_frames (rows 3, 4)" in truncated.summary()
     dropped = prepare(rows, codec, tmp_path / "cache", max_frames=55, too_long="drop")
     assert (len(dropped.items), dropped.dropped) == (1, [3, 4])
+    assert "(rows 3, 4; the longest has 62 frames: raise max_audio_frames or set too_long: truncate)" in (
+        dropped.summary()
+    )
     with pytest.raises(FineTuneError, match="no sample left to train on"):
         prepare(rows, codec, tmp_path / "cache", max_frames=10, too_long="drop")
 

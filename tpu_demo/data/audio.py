@@ -155,6 +155,7 @@ class Prepared:
     short: list[int] = field(default_factory=list)  # kept, but named: a word or less, often a cut recording
     max_text_tokens: int = 0
     stereo: int = 0
+    longest_dropped: int = 0  # code frames
 
     def add_encoding_of(self, parts: list["Prepared"]) -> None:
         """What `parts` (the shares other processes encoded, now in the cache this pass read) found when encoding."""
@@ -171,7 +172,10 @@ class Prepared:
         if self.truncated:
             parts.append(f"{len(self.truncated)} truncated to max_audio_frames (rows {_rows(self.truncated)})")
         if self.dropped:
-            parts.append(f"{len(self.dropped)} dropped as longer than max_audio_frames (rows {_rows(self.dropped)})")
+            parts.append(
+                f"{len(self.dropped)} dropped as longer than max_audio_frames (rows {_rows(self.dropped)}; the "
+                f"longest has {self.longest_dropped} frames: raise max_audio_frames or set too_long: truncate)"
+            )
         if self.silent:
             parts.append(f"{len(self.silent)} silent (rows {_rows(self.silent)}: check the recordings)")
         if self.short:
@@ -281,6 +285,7 @@ def prepare(
         if frames > max_frames:
             if too_long == "drop":
                 result.dropped.append(row.row)
+                result.longest_dropped = max(result.longest_dropped, frames)
                 continue
             result.truncated.append(row.row)
         # relative to the cache folder, which the dataset joins: the cache may be a relative path
