@@ -52,3 +52,18 @@ def test_english_is_not_tagged_in_training_texts_nor_in_sample_prompts():
     assert prompts == ["[S1] Hi."] * 4 + ["[de] [S1] Hi.", "[S1] Hi."]
     said = [prompt_text({"text": "Hi.", "speaker": "S1", "language": language}) for language in languages]
     assert said == prompts
+
+
+def test_transcripts_without_a_speaker_tag_are_counted_with_the_fix():
+    from transformers import DiaTokenizer
+
+    from tpu_demo.data.audio import ManifestRow
+    from tpu_demo.data.languages import text_report
+
+    texts = ["Printing, in the only sense.", "[S1] Tagged.", "[de] [S2] Hallo.", " [S1] Leading space."]
+    untagged = [ManifestRow(row, Path(f"{row}.wav"), text) for row, text in enumerate(texts, 1)]
+    assert text_report(untagged, DiaTokenizer(), max_text_tokens=40)[-1] == (
+        "text: 1 of 4 transcripts (rows 1) start with no speaker tag; Dia's texts (and generate's) start with [S1] or "
+        "[S2]: add `[S1] ` to a single speaker's"
+    )
+    assert not any("speaker tag" in line for line in text_report(rows(), DiaTokenizer(), max_text_tokens=40))

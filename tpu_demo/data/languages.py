@@ -7,6 +7,7 @@ from collections import Counter
 from tpu_demo.model.tokens import TEXT_TAGS
 
 LEADING_LANGUAGE = re.compile(r"^\s*(?:\[S\d\]\s*)?\[([a-z]{2,3}(?:-[A-Za-z]+)?)\]")  # `[de] ...` or `[S1] [de] ...`
+LEADING_SPEAKER = re.compile(r"^\s*(?:\[[a-z]{2,3}(?:-[A-Za-z]+)?\]\s*)?\[S\d\]")  # `[S1] ...` or `[de] [S1] ...`
 
 
 def language_of(row) -> str:
@@ -27,9 +28,17 @@ def text_report(rows, tokenizer, max_text_tokens: int) -> list[str]:
         characters[language] += len(words)
         size[language] += len(words.encode())
         cut[language] += len(tokenizer(row.prompt)["input_ids"]) > max_text_tokens
-    return [
+    lines = [
         f"text [{language}]: {count} transcripts, {size[language] / max(characters[language], 1):.2f} UTF-8 bytes "
         f"(Dia tokens) per character, {cut[language]} ({cut[language] / count:.0%}) longer than max_text_tokens "
         f"{max_text_tokens}: dropped"
         for language, count in transcripts.most_common()
     ]
+    untagged = [row.row for row in rows if not LEADING_SPEAKER.match(row.prompt)]
+    if untagged:
+        shown = ", ".join(map(str, untagged[:5])) + (", ..." if len(untagged) > 5 else "")
+        lines.append(
+            f"text: {len(untagged)} of {len(rows)} transcripts (rows {shown}) start with no speaker tag; Dia's texts "
+            "(and generate's) start with [S1] or [S2]: add `[S1] ` to a single speaker's"
+        )
+    return lines
