@@ -6,8 +6,9 @@ from collections import Counter
 
 from tpu_demo.model.tokens import TEXT_TAGS
 
-LEADING_LANGUAGE = re.compile(r"^\s*(?:\[S\d\]\s*)?\[([a-z]{2,3}(?:-[A-Za-z]+)?)\]")  # `[de] ...` or `[S1] [de] ...`
-LEADING_SPEAKER = re.compile(r"^\s*(?:\[[a-z]{2,3}(?:-[A-Za-z]+)?\]\s*)?\[S\d\]")  # `[S1] ...` or `[de] [S1] ...`
+LANGUAGE_TAG = r"\[([a-z]{2,3}(?:-[A-Za-z]+)?)\]"  # `[de]`, `[pt-BR]`
+LEADING_LANGUAGE = re.compile(rf"^\s*(?:\[S\d\]\s*)?{LANGUAGE_TAG}")  # `[de] ...` or `[S1] [de] ...`
+LEADING_SPEAKER = re.compile(rf"^\s*(?:{LANGUAGE_TAG}\s*)?\[S\d\]")  # `[S1] ...` or `[de] [S1] ...`
 
 
 def language_of(row) -> str:
