@@ -5,10 +5,20 @@ import sys
 
 import pytest
 from accelerate import Accelerator
+from accelerate.data_loader import DataLoaderStateMixin
 from accelerate.utils import DistributedType
 from parameterized import parameterized
 
-from tests.demo_utils import CONFIG, assert_ok, assert_same_weights, losses_by_step, run_demo, summary, tiny_codec
+from tests.demo_utils import (
+    CONFIG,
+    assert_ok,
+    assert_same_weights,
+    losses_by_step,
+    metrics,
+    run_demo,
+    summary,
+    tiny_codec,
+)
 from tests.testing_utils import (
     ROOT,
     AccelerateStateTestCase,
@@ -101,6 +111,23 @@ def test_an_epoch_ending_in_a_short_step_ends_it_on_xla_too(tmp_path):
     assert_ok(run_demo(resumed, *run, "stop_after_steps=6"))
     assert_ok(run_demo(resumed, *run, "resume_from_checkpoint=latest"))
     assert losses_by_step(resumed) == losses_by_step(straight)
+
+
+@require_xla
+@require_dia
+def test_evaluation_counts_each_held_out_sample_once_whatever_the_prefetch_thread_has_reached(tmp_path, monkeypatch):
+    """XLA's loader thread runs ahead of the loop. Once it has read the last batch, accelerate's end-of-loader flag
+    (by which `gather_for_metrics` cuts a batch to the remainder) stays set until the thread has handed that batch
+    over, which waits for room in its queues while the loop evaluates earlier batches. Here the thread never leaves
+    the loader: 13 samples in batches of 4 would be cut to 1 a batch from the moment it read the last one."""
+    monkeypatch.setattr(DataLoaderStateMixin, "end", lambda loader: None)
+    out = tmp_path / "run"
+    settings = ["per_device_eval_batch_size=4", "max_steps=2", "eval_steps=1", "save_strategy=no"]
+    assert_ok(run_demo(out, *settings, launcher=False))
+    final = summary(out)
+    assert final["distributed_type"] == "DistributedType.XLA"
+    assert final["eval_samples"] == final["eval_unique_samples"] == final["eval_dataset_size"] == 13
+    assert [m["eval_samples"] for m in metrics(out) if "eval_samples" in m] == [13, 13]
 
 
 @require_xla

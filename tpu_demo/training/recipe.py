@@ -384,15 +384,20 @@ class DiaFineTune:
         losses, indices = [], []
         for batch in loader:
             with torch.no_grad(), forward_precision(accelerator):
-                losses.append(accelerator.gather_for_metrics(self.loss_fn.sample_losses(model, batch)))
-            indices.append(accelerator.gather_for_metrics(torch.tensor(batch["index"], device=accelerator.device)))
+                losses.append(accelerator.gather(self.loss_fn.sample_losses(model, batch)))
+            indices.append(accelerator.gather(torch.tensor(batch["index"], device=accelerator.device)))
         model.train()
-        losses, indices = torch.cat(losses), torch.cat(indices)
+        # each sample once: processes pad an uneven last batch with samples seen before. Not `gather_for_metrics`: it
+        # cuts the batch it takes for the last by a flag that XLA's prefetch thread sets ahead of the loop
+        first = {}  # each sample's first position
+        for position, index in enumerate(torch.cat(indices).tolist()):
+            first.setdefault(index, position)
+        losses, indices = torch.cat(losses).cpu()[list(first.values())], list(first)
         metrics = {"eval_loss": losses.mean().item(), "eval_samples": losses.numel()}
         if spoken_held_out(self.config):
             takes = self.config.evaluation.eval_voice_takes
             metrics |= self.samples.held_out_scores(accelerator, model, self.eval_texts, self.eval_speakers, takes)
-        return metrics | {"eval_indices": indices.tolist()}
+        return metrics | {"eval_indices": indices}
 
     def _evaluate_and_log(self) -> None:
         metrics = self.evaluate()
