@@ -1,5 +1,6 @@
 """On a real XLA device (torch_xla's PJRT CPU backend runs the TPU code path): the state and the fine-tune."""
 
+import json
 import subprocess
 import sys
 
@@ -115,19 +116,23 @@ def test_an_epoch_ending_in_a_short_step_ends_it_on_xla_too(tmp_path):
 
 @require_xla
 @require_dia
-def test_evaluation_counts_each_held_out_sample_once_whatever_the_prefetch_thread_has_reached(tmp_path, monkeypatch):
-    """XLA's loader thread runs ahead of the loop. Once it has read the last batch, accelerate's end-of-loader flag
-    (by which `gather_for_metrics` cuts a batch to the remainder) stays set until the thread has handed that batch
-    over, which waits for room in its queues while the loop evaluates earlier batches. Here the thread never leaves
-    the loader: 13 samples in batches of 4 would be cut to 1 a batch from the moment it read the last one."""
+def test_steps_and_evaluation_do_not_follow_the_prefetch_thread(tmp_path, monkeypatch):
+    """XLA's loader thread runs ahead of the loop and sets accelerate's end-of-loader flag when it reads the last
+    batch; the flag stays set until the thread has handed that batch over. The loop can see it at any earlier batch:
+    `accumulate` then syncs there (a bare Accelerator, 10-batch epochs: 4 in 200 synced at their first batch) and
+    `gather_for_metrics` cuts the batch to the remainder. Here the thread never leaves a loader, so the flag is seen
+    from the moment it read the last batch: the loop still makes 5 steps of 2 batches (80 samples) and evaluates
+    13 samples in batches of 4, not 1 a batch."""
     monkeypatch.setattr(DataLoaderStateMixin, "end", lambda loader: None)
     out = tmp_path / "run"
-    settings = ["per_device_eval_batch_size=4", "max_steps=2", "eval_steps=1", "save_strategy=no"]
+    settings = ["max_steps=-1", "num_train_epochs=1", "gradient_accumulation_steps=2", "logging_steps=1",
+                "eval_strategy=epoch", "per_device_eval_batch_size=4", "save_strategy=no"]  # fmt: skip
     assert_ok(run_demo(out, *settings, launcher=False))
     final = summary(out)
-    assert final["distributed_type"] == "DistributedType.XLA"
+    assert final["distributed_type"] == "DistributedType.XLA" and final["steps"] == 5
+    assert len(json.loads((out / "seen_rank0.json").read_text())) == 80  # 83 training samples, 10 batches of 8
     assert final["eval_samples"] == final["eval_unique_samples"] == final["eval_dataset_size"] == 13
-    assert [m["eval_samples"] for m in metrics(out) if "eval_samples" in m] == [13, 13]
+    assert [m["eval_samples"] for m in metrics(out) if "eval_samples" in m] == [13]
 
 
 @require_xla

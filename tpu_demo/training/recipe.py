@@ -79,7 +79,8 @@ class Progress:
 
 def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, loss_fn, sync: bool):
     """One micro-batch; `sync`: the last of its step, where gradients sync and the optimizer steps. Set here, as the
-    Trainer sets it: accelerate finds an epoch's end in its loader's iteration, which XLA's prefetch thread runs."""
+    Trainer sets it: accelerate finds an epoch's end in its loader's iteration, which XLA's prefetch thread runs ahead
+    of the loop, so the loop would see that end at whichever batch it is on then (usually none)."""
     accelerator.gradient_state._set_sync_gradients(sync)
     with contextlib.nullcontext() if sync else accelerator.no_sync(model):
         with forward_precision(accelerator):
