@@ -1,6 +1,7 @@
 """Checkpoints without a training run: folder names and order, resume targets, the corruption check, rotation, the
 host-side weight load, and a save/load round trip on a one-process CPU Accelerator with a tiny Dia."""
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from tests.testing_utils import require_dia
 from tpu_demo.errors import FineTuneError
 from tpu_demo.model.lora import ADAPTER_WEIGHTS
 from tpu_demo.training.checkpoint import (
+    CHECKSUMS,
     load_checkpoint,
     load_model_weights_on_host,
     resolve_resume,
@@ -312,6 +314,67 @@ def test_a_corrupt_checkpoint_is_refused_before_anything_loads(accelerator, trai
         load_checkpoint(accelerator, path)
     assert_same(model.state_dict(), weights)
     assert counter.step == 2
+
+
+def overwrite_tensor_data(file):
+    """Bytes of a tensor overwritten in place (0xFF reads as NaN): the header and the size stay whole."""
+    data = bytearray(file.read_bytes())
+    data[-200:-100] = b"\xff" * 100
+    file.write_bytes(bytes(data))
+
+
+def test_a_checkpoint_lists_the_sha256_of_every_file(accelerator, training, tmp_path):
+    path = checkpoint_dir(tmp_path, 1)
+    save_checkpoint(accelerator, training[0], path)
+    listed = dict(line.split("  ")[::-1] for line in (path / CHECKSUMS).read_text().splitlines())  # sha256sum's form
+    files = {str(file.relative_to(path)) for file in path.rglob("*") if file.is_file() and file.name != CHECKSUMS}
+    assert set(listed) == files and SAFE_WEIGHTS_NAME in files
+    for name, digest in listed.items():
+        assert hashlib.sha256((path / name).read_bytes()).hexdigest() == digest, name
+
+
+@pytest.mark.parametrize("broken", [SAFE_WEIGHTS_NAME, "custom_checkpoint_0.pkl"])
+def test_data_overwritten_inside_a_file_is_refused_by_its_checksum(accelerator, training, tmp_path, broken):
+    # a whole header and the right size: only the bytes differ (a NaN model resumed and trained on as NaN)
+    model, optimizer, counter = training
+    path = checkpoint_dir(tmp_path, 1)
+    save_checkpoint(accelerator, model, path)
+    take_step(model, optimizer, counter)
+    weights = cloned(model.state_dict())
+    overwrite_tensor_data(path / broken)
+    message = f"cannot resume from {path}: {broken} is corrupt (its sha256 is not the one saved with it)"
+    with pytest.raises(FineTuneError, match=re.escape(message)):
+        load_checkpoint(accelerator, path)
+    assert_same(model.state_dict(), weights)
+    assert counter.step == 2
+
+
+def test_a_file_the_checksums_list_is_missing_is_named(accelerator, training, tmp_path):
+    path = checkpoint_dir(tmp_path, 1)
+    save_checkpoint(accelerator, training[0], path)
+    (path / "scheduler.bin").unlink(missing_ok=True)
+    (path / "random_states_0.pkl").unlink()
+    with pytest.raises(FineTuneError, match=re.escape(f"{path}: random_states_0.pkl is missing")):
+        load_checkpoint(accelerator, path)
+
+
+def test_a_damaged_checksums_file_is_named(accelerator, training, tmp_path):
+    path = checkpoint_dir(tmp_path, 1)
+    save_checkpoint(accelerator, training[0], path)
+    overwrite_tensor_data(path / CHECKSUMS)
+    with pytest.raises(FineTuneError, match=re.escape(f"cannot resume from {path}: {CHECKSUMS} is corrupt")):
+        load_checkpoint(accelerator, path)
+
+
+def test_non_finite_weights_without_checksums_are_refused(accelerator, training, tmp_path):
+    # a checkpoint written before checksums were: weights that are NaN are no start for training
+    model, optimizer, counter = training
+    path = checkpoint_dir(tmp_path, 1)
+    save_checkpoint(accelerator, model, path)
+    (path / CHECKSUMS).unlink()
+    overwrite_tensor_data(path / SAFE_WEIGHTS_NAME)
+    with pytest.raises(FineTuneError, match=re.escape(f"cannot resume from {path}: its weights hold NaN or inf")):
+        load_checkpoint(accelerator, path)
 
 
 def test_save_final_writes_a_model_folder(accelerator, training, tmp_path):

@@ -1,6 +1,8 @@
 """Checkpoints: accelerate's `save_state`/`load_state`, a check that tells a corrupt checkpoint from a failing load,
 and model weights read on the host (safetensors cannot load into XLA tensors in place)."""
 
+import hashlib
+import os
 import shutil
 import warnings
 import zipfile
@@ -17,6 +19,8 @@ from tpu_demo.model.lora import ADAPTER_WEIGHTS, is_lora, load_adapter_weights
 from tpu_demo.runtime.spmd import host_copy
 from tpu_demo.training.outputs import step_dirs, step_name
 
+CHECKSUMS = "checksums.sha256"  # every file's sha256, as `sha256sum` writes them (`sha256sum -c` checks them)
+
 
 def save_checkpoint(accelerator, model, path: Path) -> None:
     """accelerate's full training state, plus the model's config and generation config: `from_pretrained(checkpoint)`
@@ -30,6 +34,9 @@ def save_checkpoint(accelerator, model, path: Path) -> None:
     if accelerator.is_main_process:
         accelerator.unwrap_model(model).config.save_pretrained(partial)
         accelerator.unwrap_model(model).generation_config.save_pretrained(partial)
+    accelerator.wait_for_everyone()
+    if accelerator.is_local_main_process:  # each host its own disk's files (on a shared disk: the same list)
+        write_checksums(partial)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         replace_folder(partial, path)
@@ -45,6 +52,39 @@ def replace_folder(source: Path, target: Path) -> None:
     source.rename(target)
 
 
+def sha256(file: Path) -> str:
+    digest = hashlib.sha256()
+    with open(file, "rb") as stream:
+        while chunk := stream.read(2**24):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_checksums(folder: Path) -> None:
+    """Only a header and a size can tell a safetensors file whole; overwritten bytes need the file's digest."""
+    files = sorted(file for file in folder.rglob("*") if file.is_file() and file.name != CHECKSUMS)
+    lines = "".join(f"{sha256(file)}  {file.relative_to(folder)}\n" for file in files)
+    written = folder / f".{CHECKSUMS}.{os.getpid()}"  # whole or absent, also beside another host's on a shared disk
+    written.write_text(lines)
+    written.replace(folder / CHECKSUMS)
+
+
+def verify_checksums(path: Path) -> None:
+    listed = path / CHECKSUMS
+    if not listed.is_file():  # saved before checksums were
+        return
+    for line in listed.read_text(errors="replace").splitlines():
+        digest, _, name = line.partition("  ")
+        if len(digest) != 64 or not name:
+            raise FineTuneError(f"cannot resume from {path}: {CHECKSUMS} is corrupt (line {line[:80]!r})")
+        if not (path / name).is_file():
+            raise FineTuneError(f"cannot resume from {path}: {name} is missing; resume from another checkpoint")
+        if sha256(path / name) != digest:
+            raise FineTuneError(
+                f"cannot resume from {path}: {name} is corrupt (its sha256 is not the one saved with it)"
+            )
+
+
 def resolve_resume(path, output_dir) -> Path:
     if path == "latest":
         found = step_dirs(Path(output_dir) / "checkpoints")
@@ -57,8 +97,10 @@ def resolve_resume(path, output_dir) -> Path:
 
 
 def verify_checkpoint(path: Path) -> None:
-    """Every file `save_state` wrote is whole (zip CRCs of torch files, the safetensors header against the file size);
-    a checkpoint is called corrupt only here, so a load that fails later is reported as what it is."""
+    """Every file `save_state` wrote is whole (its sha256 as saved; zip CRCs of torch files, the safetensors header
+    against the file size); a checkpoint is called corrupt only here, so a load that fails later is reported as what it
+    is."""
+    verify_checksums(path)
     if not any((path / name).is_file() for name in (SAFE_WEIGHTS_NAME, WEIGHTS_NAME, ADAPTER_WEIGHTS)) and not (
         sharded_checkpoint(path)
     ):
@@ -101,6 +143,11 @@ def load_model_weights_on_host(models, input_dir) -> None:
             raise FineTuneError(
                 f"cannot resume from {input_dir}: it has no weights for this model ({safe.name} or {pickled.name}); "
                 "it was saved with other settings (a LoRA checkpoint holds the adapter only: set the same lora_r)"
+            )
+        if not all(tensor.isfinite().all() for tensor in state.values() if tensor.is_floating_point()):
+            raise FineTuneError(
+                f"cannot resume from {input_dir}: its weights hold NaN or inf (the run had diverged, or the file is "
+                "damaged); resume from an earlier checkpoint"
             )
         try:
             model.load_state_dict(state)
