@@ -295,6 +295,44 @@ def test_ctrl_c_ends_with_how_to_resume_and_no_traceback(tmp_path, monkeypatch):
     assert summary(out)["steps"] == 4
 
 
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+def test_ctrl_c_while_a_steps_samples_are_written_redoes_them_on_resume(tmp_path, monkeypatch):
+    # the checkpoint of step 4 was written before its samples: a resume from it never wrote them
+    import tpu_demo.evaluation.samples
+    from tests.demo_utils import tiny_codec
+
+    real_write = tpu_demo.evaluation.samples.SampleWriter.write
+
+    def ctrl_c_at_step_4(writer, accelerator, model, step):
+        if step == 4:
+            raise KeyboardInterrupt
+        return real_write(writer, accelerator, model, step)
+
+    monkeypatch.setattr(tpu_demo.evaluation.samples.SampleWriter, "write", ctrl_c_at_step_4)
+    out = tmp_path / "run"
+    settings = [f"codec={tiny_codec(tmp_path / 'codec')}", "max_audio_frames=16", "max_steps=6", "save_steps=2",
+                'sample_prompts=["[S1] Hi."]', "sample_every=2", "eval_strategy=no"]  # fmt: skip
+    assert run_demo(out, *settings, launcher=False).returncode == 130
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-2"]
+    monkeypatch.setattr(tpu_demo.evaluation.samples.SampleWriter, "write", real_write)
+    assert_ok(run_demo(out, *settings, "resume_from_checkpoint=latest", launcher=False))
+    assert {"step-2", "step-4", "step-6"} <= {p.name for p in (out / "samples").iterdir()}
+
+
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+@pytest.mark.parametrize("logging_steps, save_steps, diverged_at", [(2, 4, 4), (5, 3, 3)])
+def test_a_diverged_run_stops_before_it_saves_nan_weights(tmp_path, logging_steps, save_steps, diverged_at):
+    # it trained on at `loss: NaN`, saved NaN checkpoints (rotating good ones away) and a NaN final/
+    out = tmp_path / "run"
+    settings = ["learning_rate=1e30", "max_steps=12", f"logging_steps={logging_steps}", f"save_steps={save_steps}"]
+    result = run_demo(out, *settings, "eval_strategy=no", launcher=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"the training loss is nan at step {diverged_at}" in result.stderr
+    assert "resume from a checkpoint before it with a lower learning_rate" in result.stderr
+    assert not (out / "final").exists()
+    assert all(int(p.name[5:]) < diverged_at for p in (out / "checkpoints").glob("step-*"))
+
+
 @pytest.mark.parametrize("signal_from", ["KeyboardInterrupt", "SignalException"])
 def test_launcher_ends_a_ctrl_c_with_its_exit_code_and_no_traceback(monkeypatch, signal_from):
     """One process: accelerate waits on it and gets the KeyboardInterrupt; several: torch's elastic agent turns the

@@ -288,16 +288,16 @@ class DiaFineTune:
         self.started, self.timed_from = time.perf_counter(), progress.step
         self.stopped_early = progress.best.should_stop  # a resumed run that had stopped early stays stopped
         self.model.train()
-        while progress.step < self.max_steps and not (self.interrupted or self.stopped_early):
-            self.collator.epoch = progress.epoch
-            self.train_loader.set_epoch(progress.epoch)
-            finished_epoch = self._train_epoch(bar)
-            if finished_epoch:
-                progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
-            # the last epoch ends with training, as the Trainer ends it; an early stop ends it at once
-            if finished_epoch or not (self.interrupted or self.stopped_early):
-                self._end_of_epoch()
-        bar.close()
+        with bar:  # closed before an error's line is printed
+            while progress.step < self.max_steps and not (self.interrupted or self.stopped_early):
+                self.collator.epoch = progress.epoch
+                self.train_loader.set_epoch(progress.epoch)
+                finished_epoch = self._train_epoch(bar)
+                if finished_epoch:
+                    progress.epoch, progress.batches_in_epoch = progress.epoch + 1, 0
+                # the last epoch ends with training, as the Trainer ends it; an early stop ends it at once
+                if finished_epoch or not (self.interrupted or self.stopped_early):
+                    self._end_of_epoch()
         self.elapsed = time.perf_counter() - self.started
 
     def _train_epoch(self, bar) -> bool:
@@ -347,17 +347,31 @@ class DiaFineTune:
         if self.counters.enabled:
             logged["compilations"] = self.counters.compilations()
         self.metrics.log(logged, self.progress.step)
+        self._stop_if_diverged(logged["loss"])
         return logged["loss"]
 
+    def _stop_if_diverged(self, loss: float) -> None:
+        """A NaN or inf loss has reached the weights (only fp16's loss scaling skips such a step): stop before a
+        checkpoint or final/ holds them, and before rotation deletes the good checkpoints."""
+        if math.isfinite(loss) or self.accelerator.mixed_precision == "fp16":
+            return
+        saved = step_dirs(self.output_dir / "checkpoints")
+        raise FineTuneError(
+            f"the training loss is {loss} at step {self.progress.step}: the weights are no longer finite and were not "
+            f"saved; resume from a checkpoint before it with a lower learning_rate (newest: "
+            f"{saved[-1] if saved else 'none'})"
+        )
+
     def _after_step(self) -> None:
-        """What the strategies ask for at this step: evaluation, a checkpoint, samples."""
+        """What the strategies ask for at this step: evaluation, samples, a checkpoint (last: a run resumed from it
+        has done all the step asked for)."""
         args, step, sample_every = self.config.training, self.progress.step, self.config.samples.sample_every
         if args.eval_strategy == "steps" and args.eval_steps and step % int(args.eval_steps) == 0:
             self._evaluate_and_log()
-        if args.save_strategy == "steps" and args.save_steps and step % int(args.save_steps) == 0:
-            self.save_checkpoint()
         if self.samples and sample_every and step % sample_every == 0:
             self._write_samples()
+        if args.save_strategy == "steps" and args.save_steps and step % int(args.save_steps) == 0:
+            self.save_checkpoint()
 
     def _write_samples(self, step=None) -> None:
         """The samples of the model as it is at `step` (default: now)."""
@@ -408,8 +422,10 @@ class DiaFineTune:
 
     def save_checkpoint(self) -> None:
         args = self.config.training
-        self.saved_at = self.progress.step
         self.progress.log_window = self.stats.state_dict()
+        if self.progress.log_window["micro_batches"]:
+            self._stop_if_diverged(self.progress.log_window["loss"])
+        self.saved_at = self.progress.step
         self.progress.best.saved(self.progress.step)  # before saving: the checkpoint carries it
         save_checkpoint(self.accelerator, self.model, checkpoint_dir(self.output_dir, self.progress.step))
         if args.save_total_limit and self.accelerator.is_main_process:
