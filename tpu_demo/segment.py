@@ -6,7 +6,7 @@
 Writes the `dataset` folder (a new one): clips/, metadata.csv (audio,text,speaker,language), which training reads, and
 segment_report.json: what was kept, what was dropped and why. Each stage is cached by its own settings: run again
 after an interruption or a change, only what the change touches is done again (a join setting never re-runs the
-models). Texts corrected in metadata.csv are kept, in corrections.csv, and applied on every run.
+models). Texts corrected and rows deleted in metadata.csv are kept, in corrections.csv, and applied on every run.
 """
 
 import csv
@@ -173,29 +173,40 @@ def segment_share(config, recordings, out: Path, state) -> None:
         say(f"{done} of {whose}{len(share)} recordings cut and measured before (cached)")
 
 
-def read_corrections(out: Path) -> dict[tuple, str]:
-    """The user's texts by clip (recording, start, end): those of corrections.csv, and texts of metadata.csv that
-    differ from what the last run wrote there (edited since), which join them."""
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_corrections(out: Path) -> dict[tuple, str | None]:
+    """The user's texts by clip (recording, start, end), None for a clip removed: those of corrections.csv, and the
+    rows of metadata.csv edited or deleted since the last run wrote it, which join them."""
     path, corrections = out / CORRECTIONS, {}
     if path.is_file():
         for row in csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))):
-            corrections[(row["recording"], float(row["start"]), float(row["end"]))] = row["text"]
+            key = (row["recording"], float(row["start"]), float(row["end"]))
+            corrections[key] = None if row.get("removed") == "yes" else row["text"]
     previous = json.loads((out / REPORT).read_text()) if (out / REPORT).is_file() else {}
-    written = {clip["audio"]: clip for clip in previous.get("clips", []) if clip.get("audio")}
     metadata = out / "metadata.csv"
-    if metadata.is_file():
-        for row in csv.DictReader(io.StringIO(metadata.read_text(encoding="utf-8"))):
-            clip = written.get(row.get("audio"))
-            if clip and row.get("text") is not None and row["text"] != clip["text"]:
-                corrections[(clip["recording"], clip["start"], clip["end"])] = row["text"]
+    table = metadata.read_text(encoding="utf-8") if metadata.is_file() else None
+    # as written, or the one a run stopped before replacing: no edit
+    if table is None or text_digest(table) in (previous.get("metadata_sha256"), previous.get("replaces_sha256")):
+        return corrections
+    written = {clip["audio"]: clip for clip in previous.get("clips", []) if clip.get("audio")}
+    rows = {row.get("audio"): row for row in csv.DictReader(io.StringIO(table))}
+    for audio, clip in written.items():
+        key, row = (clip["recording"], clip["start"], clip["end"]), rows.get(audio)
+        if row is None:
+            corrections[key] = None
+        elif row.get("text") is not None and row["text"] != clip["text"]:
+            corrections[key] = row["text"]
     return corrections
 
 
-def write_corrections(out: Path, corrections: dict[tuple, str]) -> None:
+def write_corrections(out: Path, corrections: dict[tuple, str | None]) -> None:
     table = io.StringIO()
     writer = csv.writer(table)
-    writer.writerow(["recording", "start", "end", "text"])
-    writer.writerows([*clip, text] for clip, text in sorted(corrections.items()))
+    writer.writerow(["recording", "start", "end", "text", "removed"])
+    writer.writerows([*clip, text or "", "yes" if text is None else ""] for clip, text in sorted(corrections.items()))
     (out / CORRECTIONS).write_text(table.getvalue(), encoding="utf-8")
 
 
@@ -224,42 +235,54 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str]) -> dict:
     if corrections:
         write_corrections(out, corrections)
     applied = apply_corrections(clips, corrections)
-    write_dataset([clip for clip in clips if not clip.dropped], recordings, out, settings)
+    kept = [clip for clip in clips if not clip.dropped]
+    write_clips(kept, recordings, out, settings.target_lufs)
+    table = metadata_table(kept, settings.segment_language)
     summary = report(clips, len(recordings))
     summary["skipped"] = unreadable
     summary["corrections"] = {"applied": applied, "unmatched": len(corrections) - applied}
     summary["settings"] = settings_fingerprint(settings, asr_model)
     summary["recordings_digest"] = recordings_digest(settings.recordings)
+    metadata = out / "metadata.csv"
+    summary["metadata_sha256"] = text_digest(table)
+    summary["replaces_sha256"] = text_digest(metadata.read_text(encoding="utf-8")) if metadata.is_file() else None
     (out / REPORT).write_text(json.dumps(summary, indent=1))
+    metadata.write_text(table, encoding="utf-8")  # after the report, which tells it from the user's edits
     return summary
 
 
 def apply_corrections(clips, corrections: dict[tuple, str]) -> int:
-    """The user's texts on the kept clips they name; returns how many applied."""
+    """The user's texts, and removals, on the kept clips they name; returns how many applied."""
     applied = 0
     for clip in clips:
-        text = corrections.get((clip.recording, clip.start, clip.end))
-        if text is not None and not clip.dropped:
-            clip.text, clip.corrected = text, True
+        key = (clip.recording, clip.start, clip.end)
+        if key in corrections and not clip.dropped:
+            text = corrections[key]
+            if text is None:
+                clip.dropped = "removed by you"
+            else:
+                clip.text, clip.corrected = text, True
             applied += 1
     return applied
 
 
-def write_dataset(kept, recordings, out: Path, settings) -> None:
-    """The kept clips as WAVs at `target_lufs` and metadata.csv; clips no longer kept leave the folder."""
+def write_clips(kept, recordings, out: Path, target_lufs) -> None:
+    """The kept clips as WAVs at `target_lufs`; clips no longer kept leave the folder."""
     path_of = {recording.name: recording.path for recording in recordings}
     for clip in kept:
-        write_clip(clip, path_of[clip.recording], out, settings.target_lufs)
+        write_clip(clip, path_of[clip.recording], out, target_lufs)
     written = {clip.audio for clip in kept}
     for wav in (out / "clips").rglob("*.wav") if (out / "clips").is_dir() else []:
         if str(wav.relative_to(out)) not in written:  # dropped now, or left by other settings
             wav.unlink()
+
+
+def metadata_table(kept, language) -> str:
     table = io.StringIO()
     writer = csv.writer(table)
-    language = settings.segment_language or ""
     writer.writerow(["audio", "text", "speaker", "language"])
-    writer.writerows([clip.audio, clip.text, clip.speaker or "", language] for clip in kept)
-    (out / "metadata.csv").write_text(table.getvalue(), encoding="utf-8")
+    writer.writerows([clip.audio, clip.text, clip.speaker or "", language or ""] for clip in kept)
+    return table.getvalue()
 
 
 def report_lines(summary: dict, out: Path) -> list[str]:
@@ -276,7 +299,7 @@ def report_lines(summary: dict, out: Path) -> list[str]:
     corrections = summary["corrections"]
     if corrections["applied"] or corrections["unmatched"]:
         lines.append(
-            f"your text corrections: {corrections['applied']} applied; {corrections['unmatched']} match no clip cut "
+            f"your corrections: {corrections['applied']} applied; {corrections['unmatched']} match no clip cut "
             f"with these settings (kept in {out / CORRECTIONS})"
         )
     return [*lines, f"dataset: {out / 'metadata.csv'}; every clip and why it was dropped: {out / REPORT}"]

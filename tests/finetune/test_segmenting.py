@@ -243,15 +243,10 @@ def test_each_stage_is_redone_only_when_its_settings_change_and_corrections_surv
     get = tpu_demo.segment.Models.get
     monkeypatch.setattr(tpu_demo.segment.Models, "get", lambda self, name: loaded.append(name) or get(self, name))
     # the user corrects a text in metadata.csv; a join setting changes: no model runs, the correction stays
-    edited = made[0] | {"text": "[S1] A text the user corrected."}
-    table = io.StringIO()
-    writer = csv.DictWriter(table, fieldnames=list(edited))
-    writer.writeheader()
-    writer.writerows([edited, *made[1:]])
-    (out / "metadata.csv").write_text(table.getvalue(), encoding="utf-8")
+    write_rows(out, [made[0] | {"text": "[S1] A text the user corrected."}, *made[1:]])
     again = segment_command(out, f"recordings={raw}", "pace_tolerance=2.5", "target_lufs=-23")
     assert_ok(again)
-    assert loaded == [] and "your text corrections: 1 applied" in again.stdout
+    assert loaded == [] and "your corrections: 1 applied" in again.stdout
     assert rows(out)[0]["text"] == "[S1] A text the user corrected."
     assert (out / "corrections.csv").read_text().count("A text the user corrected") == 1
     # a judging setting: the recogniser only, for the pieces it now keeps; the cut and the measures are reused
@@ -262,8 +257,50 @@ def test_each_stage_is_redone_only_when_its_settings_change_and_corrections_surv
     recut = segment_command(out, f"recordings={raw}", "min_pause_seconds=0.6")
     assert_ok(recut)
     assert {"vad", "dnsmos", "voice"} <= set(loaded)
-    assert "your text corrections: " in recut.stdout
+    assert "your corrections: " in recut.stdout
     assert (out / "corrections.csv").read_text().count("A text the user corrected") == 1
+
+
+def write_rows(out: Path, table_rows: list[dict]) -> None:
+    table = io.StringIO()
+    writer = csv.DictWriter(table, fieldnames=list(table_rows[0]))
+    writer.writeheader()
+    writer.writerows(table_rows)
+    (out / "metadata.csv").write_text(table.getvalue(), encoding="utf-8")
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_row_the_user_deleted_stays_deleted(tmp_path):
+    # proofreading drops bad clips too: a rerun wrote the deleted row back
+    raw = user_recordings(tmp_path / "podcast")
+    out = tmp_path / "clips"
+    assert_ok(segment_command(out, f"recordings={raw}"))
+    made = rows(out)
+    write_rows(out, [made[0], *made[2:]])
+    for overrides in (["pace_tolerance=2.5"], []):
+        again = segment_command(out, f"recordings={raw}", *overrides)
+        assert_ok(again)
+        assert [row["audio"] for row in rows(out)] == [made[0]["audio"], *[row["audio"] for row in made[2:]]]
+        assert "removed by you 1" in again.stdout and "your corrections: 1 applied" in again.stdout
+        assert not (out / made[1]["audio"]).exists()
+    assert (out / "corrections.csv").read_text().count(",yes") == 1
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_metadata_csv_a_run_did_not_get_to_replace_is_no_edit(tmp_path):
+    # a run stopped after its report and before metadata.csv: the older rows were read as the user's edits
+    raw = user_recordings(tmp_path / "podcast")
+    out = tmp_path / "clips"
+    assert_ok(segment_command(out, f"recordings={raw}"))
+    older = (out / "metadata.csv").read_text(encoding="utf-8")
+    assert_ok(segment_command(out, f"recordings={raw}", "max_clip_seconds=5"))
+    recut = (out / "metadata.csv").read_text(encoding="utf-8")
+    assert recut != older
+    (out / "metadata.csv").write_text(older, encoding="utf-8")
+    again = segment_command(out, f"recordings={raw}", "max_clip_seconds=5")
+    assert_ok(again)
+    assert "your corrections" not in again.stdout and not (out / "corrections.csv").exists()
+    assert (out / "metadata.csv").read_text(encoding="utf-8") == recut
 
 
 @bug_on_unpatched  # the training part stops at the state on the published release
