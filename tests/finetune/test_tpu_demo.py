@@ -206,6 +206,8 @@ def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):
     assert result.returncode != 0
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+    out = tmp_path / "run"
+    assert not out.exists() or any(out.iterdir())  # an empty output_dir was left behind
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly

@@ -126,7 +126,17 @@ class DiaFineTune:
         self.output_dir = Path(args.output_dir)
         if not args.resume_from_checkpoint:
             refuse_an_earlier_run(self.output_dir)
+        created = not self.output_dir.exists()
         self.output_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._setup_run(args)
+        except FineTuneError:
+            if created:  # refused before it wrote anything: no empty folder left (rmdir takes an empty one only)
+                with contextlib.suppress(OSError):
+                    self.output_dir.rmdir()
+            raise
+
+    def _setup_run(self, args) -> None:
         self.on_xla = self.accelerator.distributed_type == DistributedType.XLA
         self.sharded = self.accelerator.distributed_type == DistributedType.FSDP
         self.devices = self.spmd.devices if self.spmd else 1  # that this process drives; one loader feeds them all
