@@ -37,6 +37,7 @@ from tpu_demo.data.segmenting import (
     recogniser,
     recordings_digest,
     report,
+    segment_settings,
     settings_fingerprint,
     write_clip,
 )
@@ -242,6 +243,7 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str]) -> dict:
     summary["skipped"] = unreadable
     summary["corrections"] = {"applied": applied, "unmatched": len(corrections) - applied}
     summary["settings"] = settings_fingerprint(settings, asr_model)
+    summary["segment_settings"] = segment_settings(settings, asr_model)  # named in training's refusal
     summary["recordings_digest"] = recordings_digest(settings.recordings)
     metadata = out / "metadata.csv"
     summary["metadata_sha256"] = text_digest(table)

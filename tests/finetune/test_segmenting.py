@@ -317,6 +317,9 @@ def test_segment_writes_a_dataset_training_reads(tmp_path):
     assert_ok(run_demo(tmp_path / "run", f"dataset={out}", *run, launcher=False))
     changed = run_demo(tmp_path / "run2", f"dataset={out}", *run, "min_snr_db=3", launcher=False)
     assert changed.returncode == 1 and "cut from other recordings or settings than" in changed.stderr
+    assert "(it was cut with min_snr_db: 20.0, this config says 3.0)" in changed.stderr
+    # the default 20.0 written as 20: the same setting (it was refused as other settings)
+    assert_ok(run_demo(tmp_path / "run4", f"dataset={out}", *run, "min_snr_db=20", launcher=False))
     never = run_demo(tmp_path / "run3", f"dataset={tmp_path / 'none'}", *run, launcher=False)
     assert never.returncode == 1 and "run `python -m tpu_demo.segment`" in never.stderr
 

@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 import struct
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -415,10 +415,17 @@ def report(clips: list[Clip], recordings: int) -> dict:
     }
 
 
-def settings_fingerprint(recordings_args, asr_model: str) -> str:
+def segment_settings(recordings_args, asr_model: str) -> dict:
     """What the clips depend on besides the audio: every segmenting setting and the recogniser (not where the
-    recordings are: a moved folder is the same recordings)."""
-    settings = asdict(recordings_args) | {"segment_asr_model": asr_model, "recordings": None}
+    recordings are: a moved folder is the same recordings). A float setting written as a whole number is that float."""
+    floats = {item.name for item in fields(recordings_args) if "float" in str(item.type)}
+    settings = {key: float(value) if key in floats and type(value) is int else value
+                for key, value in asdict(recordings_args).items()}  # fmt: skip
+    return settings | {"segment_asr_model": asr_model, "recordings": None}
+
+
+def settings_fingerprint(recordings_args, asr_model: str) -> str:
+    settings = segment_settings(recordings_args, asr_model)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -449,7 +456,12 @@ def check_segmented(config) -> None:
     same = found.get("settings") == settings_fingerprint(config.recordings, recogniser(config))
     if not (same and found.get("recordings_digest") == recordings_digest(config.recordings.recordings)):
         state = "cut from other recordings or settings than" if found else "not cut from recordings"
+        now = json.loads(json.dumps(segment_settings(config.recordings, recogniser(config))))  # as the report has it
+        cut = found.get("segment_settings", {})
+        changed = [key for key, value in now.items() if cut.get(key, value) != value]
+        differ = [f"{key}: {cut[key]}, this config says {now[key]}" for key in changed]
+        which = f" (it was cut with {'; '.join(differ)})" if differ else ""
         raise FineTuneError(
-            f"dataset {config.data.dataset}: {state} {config.recordings.recordings}: run `python -m tpu_demo.segment` "
-            "with this config first"
+            f"dataset {config.data.dataset}: {state} {config.recordings.recordings}{which}: run `python -m "
+            "tpu_demo.segment` with this config first"
         )
