@@ -178,17 +178,15 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def read_corrections(out: Path) -> dict[tuple, str | None]:
+def read_corrections(out: Path, table: str | None) -> dict[tuple, str | None]:
     """The user's texts by clip (recording, start, end), None for a clip removed: those of corrections.csv, and the
-    rows of metadata.csv edited or deleted since the last run wrote it, which join them."""
+    rows of metadata.csv (`table`, as it is now) edited or deleted since the last run wrote it, which join them."""
     path, corrections = out / CORRECTIONS, {}
     if path.is_file():
         for row in csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))):
             key = (row["recording"], float(row["start"]), float(row["end"]))
             corrections[key] = None if row.get("removed") == "yes" else row["text"]
     previous = json.loads((out / REPORT).read_text()) if (out / REPORT).is_file() else {}
-    metadata = out / "metadata.csv"
-    table = metadata.read_text(encoding="utf-8") if metadata.is_file() else None
     # as written, or the one a run stopped before replacing: no edit
     if table is None or text_digest(table) in (previous.get("metadata_sha256"), previous.get("replaces_sha256")):
         return corrections
@@ -232,7 +230,9 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str]) -> dict:
         give_texts(pieces_of[recording.name], recording, settings.max_asr_cer)
         clips += join(pieces_of[recording.name], recording, seconds_of[recording.name], settings)
     drop_unusual_pace(clips, settings.pace_tolerance)
-    corrections = read_corrections(out)
+    metadata = out / "metadata.csv"
+    current = metadata.read_text(encoding="utf-8") if metadata.is_file() else None
+    corrections = read_corrections(out, current)
     if corrections:
         write_corrections(out, corrections)
     applied = apply_corrections(clips, corrections)
@@ -245,15 +245,14 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str]) -> dict:
     summary["settings"] = settings_fingerprint(settings, asr_model)
     summary["segment_settings"] = segment_settings(settings, asr_model)  # named in training's refusal
     summary["recordings_digest"] = recordings_digest(settings.recordings)
-    metadata = out / "metadata.csv"
     summary["metadata_sha256"] = text_digest(table)
-    summary["replaces_sha256"] = text_digest(metadata.read_text(encoding="utf-8")) if metadata.is_file() else None
+    summary["replaces_sha256"] = text_digest(current) if current is not None else None
     (out / REPORT).write_text(json.dumps(summary, indent=1))
     metadata.write_text(table, encoding="utf-8")  # after the report, which tells it from the user's edits
     return summary
 
 
-def apply_corrections(clips, corrections: dict[tuple, str]) -> int:
+def apply_corrections(clips, corrections: dict[tuple, str | None]) -> int:
     """The user's texts, and removals, on the kept clips they name; returns how many applied."""
     applied = 0
     for clip in clips:
