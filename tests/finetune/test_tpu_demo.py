@@ -47,6 +47,34 @@ def test_per_epoch_evaluation_and_saving_include_the_last_epoch(tmp_path):
 
 
 @bug_on_unpatched
+def test_a_fraction_of_an_epoch_rounds_up_to_a_step_as_in_the_trainer(tmp_path):
+    settings = ["synthetic_samples=29", "max_steps=-1", "num_train_epochs=1.25", "eval_strategy=no"]
+    assert_ok(run_demo(tmp_path / "run", *settings, "logging_steps=1", launcher=False))
+    # 2 steps an epoch: 2.5 steps, 3 as the Trainer counts them (it stopped at 2)
+    assert [m["step"] for m in metrics(tmp_path / "run") if "loss" in m] == [1, 2, 3]
+
+
+@bug_on_unpatched
+def test_steps_below_one_are_a_ratio_of_the_run_as_the_trainer_reads_them(tmp_path):
+    # save_steps=0.25 crashed with a ZeroDivisionError; logging_steps=0.5 logged every step
+    out = tmp_path / "run"
+    ratios = ["logging_steps=0.5", "eval_steps=0.5", "save_steps=0.25"]
+    assert_ok(run_demo(out, "max_steps=8", *ratios, "save_total_limit=10", launcher=False))
+    assert [m["step"] for m in metrics(out) if "loss" in m] == [4, 8]
+    assert [m["step"] for m in metrics(out) if "eval_loss" in m] == [4, 8]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-2", "step-4", "step-6", "step-8"]
+
+
+@bug_on_unpatched
+def test_max_grad_norm_zero_does_not_clip_as_the_trainer_reads_it(tmp_path):
+    # it clipped every gradient to zero: the weights never moved
+    settings = ["max_steps=3", "logging_steps=1", "eval_strategy=no", "save_strategy=no"]
+    for norm in ("0", "1e9"):
+        assert_ok(run_demo(tmp_path / norm, *settings, f"max_grad_norm={norm}", launcher=False))
+    assert losses_by_step(tmp_path / "0") == losses_by_step(tmp_path / "1e9")
+
+
+@bug_on_unpatched
 def test_no_held_out_samples_trains_and_saves_without_evaluation(tmp_path):
     result = run_demo(tmp_path / "run", "eval_samples=0", "eval_strategy=no", "max_steps=2", launcher=False)
     assert_ok(result)

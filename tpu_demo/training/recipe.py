@@ -53,6 +53,11 @@ from tpu_demo.training.step_stats import StepStats
 from tpu_demo.training.summary import closing_lines, run_summary
 
 
+def steps_apart(steps, max_steps: int) -> int:
+    """A `logging_steps`, `eval_steps` or `save_steps` as the Trainer reads it: below 1, that fraction of the run."""
+    return math.ceil(max_steps * steps) if steps and steps < 1 else int(steps or 0)
+
+
 class Progress:
     """Where training stands; saved and restored with the rest of the state by `save_state`/`load_state`.
     `log_window`: the loop's sums since its last log, so a run resumed between two logs logs what it would have."""
@@ -90,7 +95,9 @@ def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, l
         accelerator.backward(loss)
         grad_norm = None
         if accelerator.sync_gradients:
-            grad_norm = accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+            # as in the Trainer, 0 or less: no clipping (torch would scale the gradients by it); the norm is logged
+            max_norm = max_grad_norm if max_grad_norm > 0 else math.inf
+            grad_norm = accelerator.clip_grad_norm_(model.parameters(), max_norm)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
@@ -244,13 +251,16 @@ class DiaFineTune:
         self.optimizer = make_optimizer(args, self.model, accelerator.distributed_type)
         batches = len(self.train_loader) // accelerator.num_processes  # each process's, as accelerate shards them
         steps_per_epoch = max(1, math.ceil(batches / args.gradient_accumulation_steps))  # a short last step
-        self.max_steps = args.max_steps if args.max_steps > 0 else int(args.num_train_epochs * steps_per_epoch)
+        self.max_steps = args.max_steps if args.max_steps > 0 else math.ceil(args.num_train_epochs * steps_per_epoch)
         self.scheduler = make_scheduler(args, self.optimizer, self.max_steps, accelerator.num_processes)
+        self.log_every, self.eval_every, self.save_every = (
+            steps_apart(steps, self.max_steps) for steps in (args.logging_steps, args.eval_steps, args.save_steps)
+        )
         if args.torch_compile and not self.on_xla:
             self.model = torch.compile(self.model)
 
     def _prepare(self) -> None:
-        accelerator, args = self.accelerator, self.config.training
+        accelerator = self.accelerator
         if self.sharded:
             name_input_embeddings(self.model)
         self.model, self.optimizer, self.train_loader, self.eval_loader, self.scheduler = accelerator.prepare(
@@ -265,7 +275,7 @@ class DiaFineTune:
         accelerator.register_for_checkpointing(self.progress)
         # The step's graph repeats with the logging period and runs one step late (at the next batch): two periods
         # and one step compile every variant. summary.json counts compilations in them apart from the rest.
-        self.counters = XlaCounters(accelerator, warmup_steps=2 * args.logging_steps + 1)
+        self.counters = XlaCounters(accelerator, warmup_steps=2 * self.log_every + 1)
         self.compute_dtype = ComputeDtype(accelerator.unwrap_model(self.model))
 
     def _resume(self, checkpoint) -> None:
@@ -333,7 +343,7 @@ class DiaFineTune:
             progress.step += 1
             stats.add_step(grad_norm)
             bar.update(1)
-            if progress.step % args.logging_steps == 0 or progress.step == self.max_steps:
+            if progress.step % self.log_every == 0 or progress.step == self.max_steps:
                 bar.set_postfix(loss=f"{self._log_training():.3f}")
             self.counters.mark("train")
             self._after_step()
@@ -376,11 +386,11 @@ class DiaFineTune:
         """What the strategies ask for at this step: evaluation, samples, a checkpoint (last: a run resumed from it
         has done all the step asked for)."""
         args, step, sample_every = self.config.training, self.progress.step, self.config.samples.sample_every
-        if args.eval_strategy == "steps" and args.eval_steps and step % int(args.eval_steps) == 0:
+        if args.eval_strategy == "steps" and self.eval_every and step % self.eval_every == 0:
             self._evaluate_and_log()
         if self.samples and sample_every and step % sample_every == 0:
             self._write_samples()
-        if args.save_strategy == "steps" and args.save_steps and step % int(args.save_steps) == 0:
+        if args.save_strategy == "steps" and self.save_every and step % self.save_every == 0:
             self.save_checkpoint()
 
     def _write_samples(self, step=None) -> None:
