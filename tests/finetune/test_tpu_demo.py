@@ -4,6 +4,7 @@ import json
 
 import pytest
 import torch
+from transformers import SchedulerType
 
 from tests.demo_utils import assert_ok, assert_same_weights, losses_by_step, metrics, run_demo, summary
 from tests.testing_utils import PATCHED, bug_on_unpatched, require_dia
@@ -72,6 +73,32 @@ def test_max_grad_norm_zero_does_not_clip_as_the_trainer_reads_it(tmp_path):
     for norm in ("0", "1e9"):
         assert_ok(run_demo(tmp_path / norm, *settings, f"max_grad_norm={norm}", launcher=False))
     assert losses_by_step(tmp_path / "0") == losses_by_step(tmp_path / "1e9")
+
+
+@bug_on_unpatched
+@pytest.mark.parametrize(
+    "scheduler, halves",  # each evaluation halves the learning rate (never better); greedy's: doubles when better
+    [
+        ("reduce_lr_on_plateau", '{"patience": 0, "factor": 0.5, "threshold": 1.0}'),
+        pytest.param(
+            "greedy", '{"patience": 0, "factor": 0.5}',
+            marks=pytest.mark.skipif("greedy" not in {t.value for t in SchedulerType}, reason="no GreedyLR before 5"),
+        ),
+    ],
+)  # fmt: skip
+def test_schedulers_of_a_metric_step_at_each_evaluation_and_resume_as_in_the_trainer(tmp_path, scheduler, halves):
+    # it crashed at the first step: ReduceLROnPlateau.step() missing 1 required positional argument: 'metrics'
+    settings = ["max_steps=6", "logging_steps=1", "eval_steps=2", "save_steps=4", "learning_rate=0.004"]
+    settings += [f"lr_scheduler_type={scheduler}", f"lr_scheduler_kwargs={halves}"]
+    assert_ok(run_demo(tmp_path / "run", *settings, launcher=False))
+    lrs = [m["lr"] for m in metrics(tmp_path / "run") if "loss" in m]
+    assert lrs[:2] == [0.004, 0.004] and len(set(lrs)) == 3
+    if scheduler == "reduce_lr_on_plateau":
+        assert lrs == pytest.approx([0.004, 0.004, 0.002, 0.002, 0.001, 0.001])
+    resumed = tmp_path / "resumed"  # the scheduler's state is saved with the checkpoint
+    assert_ok(run_demo(resumed, *settings, "stop_after_steps=4", launcher=False))
+    assert_ok(run_demo(resumed, *settings, "resume_from_checkpoint=latest", launcher=False))
+    assert [m["lr"] for m in metrics(resumed) if "loss" in m] == lrs
 
 
 @bug_on_unpatched
@@ -216,6 +243,12 @@ def test_unpatched_stops_clearly(tmp_path):
         (["model_dir=my/dia"], "model_dir: now `model`"),
         (["learning_rate=fast"], "learning_rate: 'fast' is not a number"),
         (["max_steps=2.5"], "max_steps: 2.5 is not a whole number"),
+        pytest.param(
+            ["lr_scheduler_type=cosine_with_min_lr"],
+            "lr_scheduler_type cosine_with_min_lr: One of min_lr",
+            marks=bug_on_unpatched,
+        ),
+        pytest.param(["lr_scheduler_kwargs={num_cycle: 2}"], "lr_scheduler_type cosine: ", marks=bug_on_unpatched),
     ],
     ids=[
         "unknown_key",
@@ -227,6 +260,8 @@ def test_unpatched_stops_clearly(tmp_path):
         "old_model_dir",
         "not_a_number",
         "not_a_whole_number",
+        "scheduler_needs_a_setting",
+        "scheduler_setting_misspelt",
     ],
 )
 def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):

@@ -5,6 +5,7 @@ from accelerate.utils import DistributedType
 from transformers import get_scheduler
 
 from tpu_demo.config.checks import OPTIMIZERS
+from tpu_demo.errors import FineTuneError
 
 
 def parameter_groups(model, weight_decay: float):
@@ -49,10 +50,15 @@ def init_optimizer_state(optimizer) -> None:
 
 def make_scheduler(args, optimizer, max_steps: int, num_processes: int):
     # accelerate steps a prepared scheduler once per process: count the schedule in those units.
-    return get_scheduler(
-        args.lr_scheduler_type,
-        optimizer,
-        num_warmup_steps=args.get_warmup_steps(max_steps) * num_processes,
-        num_training_steps=max_steps * num_processes,
-        scheduler_specific_kwargs=args.lr_scheduler_kwargs or None,
-    )
+    try:
+        return get_scheduler(
+            args.lr_scheduler_type,
+            optimizer,
+            num_warmup_steps=args.get_warmup_steps(max_steps) * num_processes,
+            num_training_steps=max_steps * num_processes,
+            scheduler_specific_kwargs=args.lr_scheduler_kwargs or None,
+        )
+    except (TypeError, ValueError) as error:  # a setting it needs, or one it has not, in lr_scheduler_kwargs
+        name = getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)
+        kwargs = args.lr_scheduler_kwargs or {}
+        raise FineTuneError(f"lr_scheduler_type {name}: {error} (lr_scheduler_kwargs: {kwargs})") from None

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import torch
+from accelerate.scheduler import AcceleratedScheduler
 from accelerate.utils import DistributedType, set_seed
 from tqdm.auto import tqdm
 
@@ -99,7 +100,8 @@ def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, l
             max_norm = max_grad_norm if max_grad_norm > 0 else math.inf
             grad_norm = accelerator.clip_grad_norm_(model.parameters(), max_norm)
         optimizer.step()
-        scheduler.step()
+        if scheduler is not None:
+            scheduler.step()
         optimizer.zero_grad()
     return loss, grad_norm
 
@@ -253,6 +255,10 @@ class DiaFineTune:
         steps_per_epoch = max(1, math.ceil(batches / args.gradient_accumulation_steps))  # a short last step
         self.max_steps = args.max_steps if args.max_steps > 0 else math.ceil(args.num_train_epochs * steps_per_epoch)
         self.scheduler = make_scheduler(args, self.optimizer, self.max_steps, accelerator.num_processes)
+        # as in the Trainer, these step at each evaluation, with its metric
+        self.steps_on_metric = str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)) in (
+            "reduce_lr_on_plateau", "greedy"
+        )  # fmt: skip
         self.log_every, self.eval_every, self.save_every = (
             steps_apart(steps, self.max_steps) for steps in (args.logging_steps, args.eval_steps, args.save_steps)
         )
@@ -273,6 +279,8 @@ class DiaFineTune:
         if self.on_xla:
             expose_xla_loader_dataset()
         accelerator.register_for_checkpointing(self.progress)
+        if not isinstance(self.scheduler, AcceleratedScheduler):  # GreedyLR: no torch scheduler, left as it is
+            accelerator.register_for_checkpointing(self.scheduler)
         # The step's graph repeats with the logging period and runs one step late (at the next batch): two periods
         # and one step compile every variant. summary.json counts compilations in them apart from the rest.
         self.counters = XlaCounters(accelerator, warmup_steps=2 * self.log_every + 1)
@@ -328,11 +336,12 @@ class DiaFineTune:
             loader = accelerator.skip_first_batches(self.train_loader, progress.batches_in_epoch)
             if self.spmd:  # a new XLA loader: without this its batches would arrive whole on every device
                 self.spmd.shard_loaders(loader)
+        per_step = None if self.steps_on_metric else self.scheduler
         for batch in loader:
             position = progress.batches_in_epoch + 1
             sync = position % args.gradient_accumulation_steps == 0 or position == len(self.train_loader)
             loss, grad_norm = train_step(
-                accelerator, self.model, batch, self.optimizer, self.scheduler, args.max_grad_norm, self.loss_fn, sync
+                accelerator, self.model, batch, self.optimizer, per_step, args.max_grad_norm, self.loss_fn, sync
             )
             progress.batches_in_epoch += 1
             stats.add_micro_batch(loss, batch["labels"])
@@ -436,6 +445,8 @@ class DiaFineTune:
 
     def _evaluate_and_log(self) -> None:
         metrics = self.evaluate()
+        if self.steps_on_metric:  # the scheduler itself: accelerate's wrapper steps it once per process
+            getattr(self.scheduler, "scheduler", self.scheduler).step(metrics[self.progress.best.key or "eval_loss"])
         self.metrics.log(metrics, self.progress.step)
         self.progress.best.evaluated(metrics, self.progress.step)
         self.counters.mark("eval")
