@@ -242,9 +242,10 @@ def test_each_stage_is_redone_only_when_its_settings_change_and_corrections_surv
     loaded = []
     get = tpu_demo.segment.Models.get
     monkeypatch.setattr(tpu_demo.segment.Models, "get", lambda self, name: loaded.append(name) or get(self, name))
-    # the user corrects a text in metadata.csv; a join setting changes: no model runs, the correction stays
+    # the user corrects a text in metadata.csv; a join setting changes: no model runs, the correction stays. The
+    # default max_clip_seconds written as a whole number is the same setting (its cut was redone)
     write_rows(out, [made[0] | {"text": "[S1] A text the user corrected."}, *made[1:]])
-    again = segment_command(out, f"recordings={raw}", "pace_tolerance=2.5", "target_lufs=-23")
+    again = segment_command(out, f"recordings={raw}", "pace_tolerance=2.5", "target_lufs=-23", "max_clip_seconds=15")
     assert_ok(again)
     assert loaded == [] and "your corrections: 1 applied" in again.stdout
     assert rows(out)[0]["text"] == "[S1] A text the user corrected."

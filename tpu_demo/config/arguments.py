@@ -408,11 +408,13 @@ STRATEGIES = ("no", "steps", "epoch")
 
 
 def numbers_typed(raw: dict) -> dict:
-    """Numbers written as YAML 1.1 reads them as text (`1e-4`, a string there) become numbers; a value that is none
-    is refused by its key before anything long starts (the dataclasses do not convert, the loop would fail later)."""
-    hints = {}
+    """Numbers written as YAML 1.1 reads them as text (`1e-4`, a string there) become numbers, and a whole number for
+    one of this program's float settings that float (20 is min_snr_db 20.0, in the caches' keys too); a value that is
+    none is refused by its key before anything long starts (the dataclasses do not convert, the loop would fail)."""
+    hints, ours = {}, set()
     for cls in ARGUMENT_CLASSES:
         hints.update(typing.get_type_hints(cls))
+        ours |= set() if issubclass(cls, TrainingArguments) else {item.name for item in dataclasses.fields(cls)}
     typed = dict(raw)
     for key, value in raw.items():
         kinds = [kind for kind in typing.get_args(hints.get(key)) or [hints.get(key)] if kind is not type(None)]
@@ -422,7 +424,7 @@ def numbers_typed(raw: dict) -> dict:
         try:
             if isinstance(value, bool):
                 raise ValueError
-            typed[key] = number(value) if isinstance(value, str) else value
+            typed[key] = number(value) if isinstance(value, str) or (number is float and key in ours) else value
             if number is int and isinstance(value, float) and not value.is_integer():
                 raise ValueError
         except ValueError:

@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 import struct
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -417,11 +417,8 @@ def report(clips: list[Clip], recordings: int) -> dict:
 
 def segment_settings(recordings_args, asr_model: str) -> dict:
     """What the clips depend on besides the audio: every segmenting setting and the recogniser (not where the
-    recordings are: a moved folder is the same recordings). A float setting written as a whole number is that float."""
-    floats = {item.name for item in fields(recordings_args) if "float" in str(item.type)}
-    settings = {key: float(value) if key in floats and type(value) is int else value
-                for key, value in asdict(recordings_args).items()}  # fmt: skip
-    return settings | {"segment_asr_model": asr_model, "recordings": None}
+    recordings are: a moved folder is the same recordings)."""
+    return asdict(recordings_args) | {"segment_asr_model": asr_model, "recordings": None}
 
 
 def settings_fingerprint(recordings_args, asr_model: str) -> str:
