@@ -98,6 +98,21 @@ def test_pipe_file_with_a_header_and_nemo_json_lines(tmp_path):
     assert "JSON lines (audio_filepath, text)" in recordings.layout and recordings.rows[0].text == "hello"
 
 
+def test_common_voice_tsv_and_speaker_and_language_columns_in_any_case(tmp_path):
+    # a Common Voice TSV was not recognised; a `Speaker` or `Language` column was read as absent, without a word
+    wav(tmp_path / "clips/cv_1.mp3.wav")
+    header = "client_id\tpath\tsentence\tup_votes\tlocale\n"
+    (tmp_path / "train.tsv").write_text(header + 'c1\tcv_1.mp3.wav\tHe said "no, not 3.5"\t2\ten\n')
+    recordings = read(tmp_path / "train.tsv", tmp_path / "clips")
+    assert "tab-separated with a header (path, sentence)" in recordings.layout
+    assert recordings.rows[0].text == 'He said "no, not 3.5"'
+    wav(tmp_path / "a.wav")
+    (tmp_path / "metadata.csv").write_text("Audio,Text,Speaker,Language\na.wav,[S1] Hallo,anna,de\n")
+    recordings = read(tmp_path / "metadata.csv")
+    assert "(Audio, Text, Speaker, Language)" in recordings.layout
+    assert (recordings.rows[0].speaker, recordings.rows[0].language) == ("anna", "de")
+
+
 @pytest.mark.parametrize(
     "content, message",
     [

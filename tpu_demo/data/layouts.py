@@ -1,7 +1,8 @@
 """The data layouts TTS users already have, read as recordings with transcripts; what was detected is said.
 
 - a CSV with a header naming an audio and a text column: `audio,text[,speaker,language]` (this project's), the
-  Hugging Face audiofolder's `file_name,transcription` (or `text`), F5-TTS's `audio_file|text`;
+  Hugging Face audiofolder's `file_name,transcription` (or `text`), F5-TTS's `audio_file|text`, Common Voice's
+  tab-separated `path`/`sentence`;
 - JSON lines with the same keys, NeMo's `audio_filepath`/`text` manifests among them;
 - LJSpeech: a headerless `id|text|normalized` metadata.csv, the audio in `wavs/<id>.wav`;
 - the original Dia fine-tuners' headerless `audio|text`;
@@ -20,9 +21,11 @@ from tpu_demo.errors import FineTuneError
 
 AUDIO_COLUMNS = ("audio", "file_name", "audio_file", "audio_filepath", "audio_path", "path", "wav", "filename")
 TEXT_COLUMNS = ("text", "transcription", "transcript", "normalized_text", "sentence")
+OPTIONAL_COLUMNS = ("speaker", "language")
 ACCEPTED = (
     "a header with an audio column (audio, file_name, audio_file, audio_filepath, ...) and a text column "
-    "(text, transcription, ...) in CSV, `|`-separated or JSON lines; LJSpeech's headerless id|text|normalized; "
+    "(text, transcription, ...) in CSV, `|`- or tab-separated (Common Voice's TSV) or JSON lines; LJSpeech's "
+    "headerless id|text|normalized; "
     "headerless audio|text"
 )
 MANIFEST_NAMES = ("metadata.csv", "metadata.jsonl", "metadata.json")
@@ -86,18 +89,19 @@ def json_lines(path: Path):
     if not records:
         return "JSON lines", []
     audio, text = columns(path, list(records[0][1]))
-    layout = f"JSON lines ({audio}, {text})"
+    layout = f"JSON lines ({', '.join(used_columns(list(records[0][1]), audio, text))})"
     return layout, [(number, named(record, audio, text)) for number, record in records]
 
 
 def delimited(path: Path):
-    """CSV (quoted as CSV is) or `|`-separated lines (never quoted: LJSpeech's texts hold quotes and commas)."""
+    """CSV (quoted as CSV is), `|`- or tab-separated lines (never quoted: LJSpeech's and Common Voice's texts hold
+    quotes and commas)."""
     lines = path.read_text(encoding="utf-8-sig").splitlines()
     if not lines:
         return "empty", []
-    if "|" in lines[0]:
-        table = [(number, line.split("|")) for number, line in enumerate(lines, 1) if line.strip()]
-        separator = "|"
+    if "|" in lines[0] or "\t" in lines[0]:
+        separator = "|" if "|" in lines[0] else "\t"
+        table = [(number, line.split(separator)) for number, line in enumerate(lines, 1) if line.strip()]
     else:
         table, separator = [], ","
         with open(path, newline="", encoding="utf-8-sig") as f:
@@ -108,7 +112,7 @@ def delimited(path: Path):
     header = [field.strip() for field in table[0][1]]
     if any(name.lower() in AUDIO_COLUMNS + TEXT_COLUMNS for name in header):
         audio, text = columns(path, header)
-        kind = "CSV" if separator == "," else "|-separated"
+        kind = {",": "CSV", "|": "|-separated", "\t": "tab-separated"}[separator]
         for number, fields in table[1:]:
             if len(fields) != len(header):
                 quote = " (a comma inside a transcript must be in quotes)" if separator == "," else ""
@@ -118,7 +122,7 @@ def delimited(path: Path):
         records = [
             (number, named(dict(zip(header, fields, strict=True)), audio, text)) for number, fields in table[1:]
         ]
-        return f"{kind} with a header ({audio}, {text})", records
+        return f"{kind} with a header ({', '.join(used_columns(header, audio, text))})", records
     if separator == "|" and len(header) in (2, 3):
         width = len(header)
         for number, fields in table:
@@ -144,8 +148,17 @@ def columns(path: Path, names: list[str]) -> tuple[str, str]:
     return audio, text
 
 
+def used_columns(names: list[str], audio: str, text: str) -> list[str]:
+    """The columns read: audio, text, and speaker and language where there are (case ignored, as for the others)."""
+    lowered = {name.lower(): name for name in names}
+    return [audio, text, *(lowered[name] for name in OPTIONAL_COLUMNS if name in lowered)]
+
+
 def named(record: dict, audio: str, text: str) -> dict:
-    return {**record, "audio": record.get(audio), "text": record.get(text)}
+    lowered = {str(key).lower(): value for key, value in record.items()}
+    return {**record, "audio": record.get(audio), "text": record.get(text)} | {
+        name: lowered.get(name) for name in OPTIONAL_COLUMNS
+    }
 
 
 def row_of(path: Path, number: int, record: dict, base: Path) -> ManifestRow:
