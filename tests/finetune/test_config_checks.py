@@ -37,6 +37,7 @@ CONFLICTS = [
     (["fp16=true"], "fp16: not read by this fine-tuner; use mixed_precision: fp16"),
     (["unknown_key=1"], "unknown config keys: unknown_key"),
     (["audio_prompt=0.5"], "unknown config keys: audio_prompt (did you mean `audio_prompts`?)"),
+    (["text_dropout=10"], "text_dropout: 10.0 is not a share between 0 and 1"),  # it was accepted
 ]
 
 
@@ -67,3 +68,23 @@ def test_the_shipped_configs_pass():
 
     for config in sorted((ROOT / "tpu_demo/configs").glob("*.yaml")):
         check_config(load_raw(config))
+
+
+@pytest.mark.parametrize("given", ["[S1] Hello there.", '"[S1] Hello there."'], ids=["as_typed", "quoted"])
+def test_one_sample_prompt_given_as_text_is_one_prompt(tmp_path, given):
+    # a string was spoken one character at a time (13 prompts); unquoted on the command line, YAML's error ended it
+    from tpu_demo.config.load import load_raw, parse_all
+
+    config = parse_all(load_raw(ROOT / "tpu_demo/configs/tiny.yaml", ["codec=tiny", f"sample_prompts={given}"]))
+    assert config.samples.sample_prompts == ["[S1] Hello there."]
+    (tmp_path / "my.yaml").write_text('codec: tiny\nsample_prompts: "[S1] Hello there."\n')
+    assert parse_all(load_raw(tmp_path / "my.yaml")).samples.sample_prompts == ["[S1] Hello there."]
+
+
+def test_a_config_that_is_not_yaml_is_named_with_its_line(tmp_path):
+    from tpu_demo.config.load import load_raw
+    from tpu_demo.errors import FineTuneError
+
+    (tmp_path / "my.yaml").write_text("max_steps: 10\nsample_prompts: [one, two\n")
+    with pytest.raises(FineTuneError, match=r"my.yaml, line 3: not YAML \(expected ',' or '\]'"):
+        load_raw(tmp_path / "my.yaml")

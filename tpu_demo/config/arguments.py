@@ -153,8 +153,9 @@ class DataArguments(CheckedChoices):
 
     def __post_init__(self):
         super().__post_init__()
-        if not 0 <= self.audio_prompts <= 1:
-            raise FineTuneError(f"audio_prompts: {self.audio_prompts} is not a share between 0 and 1")
+        for name in ("text_dropout", "audio_prompts"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise FineTuneError(f"{name}: {getattr(self, name)} is not a share between 0 and 1")
         if self.audio_prompts and self.audio_prompt_max_frames <= 0:
             raise FineTuneError("audio_prompt_max_frames: needed with audio_prompts (the frames a prompt may have)")
         if self.audio_prompt_max_frames and not self.audio_prompts:
@@ -409,8 +410,9 @@ STRATEGIES = ("no", "steps", "epoch")
 
 def numbers_typed(raw: dict) -> dict:
     """Numbers written as YAML 1.1 reads them as text (`1e-4`, a string there) become numbers, and a whole number for
-    one of this program's float settings that float (20 is min_snr_db 20.0, in the caches' keys too); a value that is
-    none is refused by its key before anything long starts (the dataclasses do not convert, the loop would fail)."""
+    one of this program's float settings that float (20 is min_snr_db 20.0, in the caches' keys too); one text for one
+    of its lists of texts is that list's one item; a value that is none is refused by its key before anything long
+    starts (the dataclasses do not convert, the loop would fail)."""
     hints, ours = {}, set()
     for cls in ARGUMENT_CLASSES:
         hints.update(typing.get_type_hints(cls))
@@ -418,6 +420,8 @@ def numbers_typed(raw: dict) -> dict:
     typed = dict(raw)
     for key, value in raw.items():
         kinds = [kind for kind in typing.get_args(hints.get(key)) or [hints.get(key)] if kind is not type(None)]
+        if key in ours and isinstance(value, str) and list[str] in (hints[key], *kinds):
+            typed[key] = [value]  # a list of its characters otherwise
         if kinds not in ([int], [float]) or value is None:
             continue
         number = kinds[0]

@@ -17,7 +17,10 @@ def parse_overrides(overrides) -> dict:
         key, sep, value = item.partition("=")
         if not sep:
             raise FineTuneError(f"override {item!r} is not key=value")
-        parsed[key.strip()] = yaml.safe_load(value)
+        try:
+            parsed[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:  # `sample_prompts=[S1] Hi` is meant as the text it is
+            parsed[key.strip()] = value
     return parsed
 
 
@@ -25,7 +28,12 @@ def load_raw(path, overrides=()) -> dict:
     if not os.path.isfile(path):
         raise FineTuneError(f"config file {path} does not exist")
     with open(path) as f:
-        raw = yaml.safe_load(f) or {}
+        try:
+            raw = yaml.safe_load(f) or {}
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f", line {mark.line + 1}" if mark else ""
+            raise FineTuneError(f"{path}{where}: not YAML ({getattr(error, 'problem', None) or error})") from None
     if not isinstance(raw, dict):
         raise FineTuneError(f"{path} must hold a mapping of settings")
     raw = raw | parse_overrides(overrides)
