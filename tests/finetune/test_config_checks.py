@@ -38,6 +38,8 @@ CONFLICTS = [
     (["unknown_key=1"], "unknown config keys: unknown_key"),
     (["audio_prompt=0.5"], "unknown config keys: audio_prompt (did you mean `audio_prompts`?)"),
     (["text_dropout=10"], "text_dropout: 10.0 is not a share between 0 and 1"),  # it was accepted
+    (["lora_dropout=-0.1"], "lora_dropout: -0.1 is not a share between 0 and 1"),  # PEFT ran without dropout
+    (["lora_r=-4"], "lora_r: -4 is not a rank (0: full fine-tuning)"),  # PEFT's traceback
 ]
 
 

@@ -52,6 +52,7 @@ def test_every_honoured_key_is_read_by_the_program():
         "report_to": "trackers(training.report_to)",
         "metric_for_best_model": "config.training.metric_for_best_model",
         "output_dir": "args.output_dir",
+        "torch_compile": 'raw.get("torch_compile")',  # for the Accelerator, made before TrainingArguments
         "gradient_checkpointing": 'getattr(args, "gradient_checkpointing"',
         "activation_checkpointing": 'getattr(args, "activation_checkpointing"',
     }
@@ -134,6 +135,17 @@ def test_activation_checkpointing_by_its_current_name_warns_of_nothing(tmp_path)
     out = tmp_path / "run"
     assert_ok(run_demo(out, "max_steps=1", "eval_strategy=no", "activation_checkpointing=true", launcher=False))
     assert summary(out)["gradient_checkpointing"]  # read from the model
+
+
+@bug_on_unpatched  # building TrainingArguments resets the Accelerator made first
+def test_torch_compile_compiles_the_model_as_for_the_trainer(tmp_path):
+    # it stopped at the first step: TrainingArguments asked for inductor, the Accelerator made first had no compiler
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    assert_ok(run_demo(tmp_path / "run", "max_steps=2", "eval_strategy=no", "torch_compile=true", launcher=False))
+    assert counters["stats"]["unique_graphs"] > 0
+    assert (tmp_path / "run/final/model.safetensors").exists()
 
 
 @bug_on_unpatched  # building TrainingArguments resets the Accelerator made first

@@ -219,6 +219,16 @@ def test_a_pod_slice_missing_hosts_is_refused_before_the_model_is_built(tmp_path
     assert not (out / "metrics.jsonl").exists()
 
 
+@require_xla
+@require_dia
+def test_torch_compile_is_refused_on_xla_as_xla_compiles_each_step_already(tmp_path):
+    out = tmp_path / "run"  # it was accepted, and the model ran uncompiled
+    result = run_demo(out, "torch_compile=true", "max_steps=1")
+    assert result.returncode == 1
+    assert "tpu_demo: torch_compile: not on XLA" in result.stderr, result.stderr[-2000:]
+    assert not out.exists()
+
+
 def dry_run(*settings, env):
     cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings, "--dry-run"]
     return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -313,12 +313,18 @@ class SampleArguments:
 class LoraArguments:
     lora_r: int = field(default=0, metadata={"help": "LoRA rank; 0: full fine-tuning. Needs `model` and PEFT"})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator (scale = alpha / r)"})
-    lora_dropout: float = field(default=0.0, metadata={"help": "dropout on the LoRA branch"})
+    lora_dropout: float = field(default=0.0, metadata={"help": "dropout on the LoRA branch, between 0 and 1"})
     lora_target_modules: list[str] = field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
         metadata={"help": "Linear layers that get adapters (Dia: q/k/v/o_proj, gate_up_proj, down_proj)"},
     )
     merge_lora: bool = field(default=False, metadata={"help": "final/ holds merged weights instead of the adapter"})
+
+    def __post_init__(self):
+        if self.lora_r < 0:
+            raise FineTuneError(f"lora_r: {self.lora_r} is not a rank (0: full fine-tuning)")
+        if not 0 <= self.lora_dropout <= 1:
+            raise FineTuneError(f"lora_dropout: {self.lora_dropout} is not a share between 0 and 1")
 
 
 @dataclass

@@ -34,12 +34,16 @@ def make_accelerator(raw):
     XLA host with several devices, or sharded on XLA), the Accelerator following the config's settings."""
     launch = parse_launch(raw)
     spmd = Spmd(launch) if spmd_wanted(launch) else None
+    compiled = bool(raw.get("torch_compile"))  # as for the Trainer, accelerate compiles the model in `prepare`
     accelerator = Accelerator(
         mixed_precision=launch.mixed_precision,
+        dynamo_backend="inductor" if compiled else None,
         dataloader_config=DataLoaderConfiguration(
             use_seedable_sampler=True, use_stateful_dataloader=use_stateful_dataloader(parse_data(raw))
         ),
     )
+    if compiled and accelerator.distributed_type == DistributedType.XLA:
+        raise FineTuneError("torch_compile: not on XLA, which compiles each step's graph already; remove it")
     if not spmd:
         refuse_unsharded(accelerator, launch.sharding)
     # What `accelerate launch --mixed_precision` exports; set here too so a direct run agrees with the Accelerator.

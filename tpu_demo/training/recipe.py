@@ -262,8 +262,6 @@ class DiaFineTune:
         self.log_every, self.eval_every, self.save_every = (
             steps_apart(steps, self.max_steps) for steps in (args.logging_steps, args.eval_steps, args.save_steps)
         )
-        if args.torch_compile and not self.on_xla:
-            self.model = torch.compile(self.model)
 
     def _prepare(self) -> None:
         accelerator = self.accelerator
