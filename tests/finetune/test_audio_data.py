@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -87,6 +88,20 @@ def test_manifest_errors_name_the_row(tmp_path, content, message):
     manifest.write_text(content)
     with pytest.raises(FineTuneError, match=message):
         read_recordings(manifest)
+
+
+def test_every_bad_row_is_named_in_one_run(tmp_path):
+    # only the first was: a manifest with 30 missing files took 30 runs to mend
+    from tpu_demo.data.layouts import read_recordings
+
+    recordings(tmp_path / "user", count=2)
+    manifest = tmp_path / "user/bad.csv"
+    manifest.write_text("audio,text\nclips/gone.wav,hi\nclips/00.wav,hi\nclips/01.wav,\nclips/lost.wav,hi\n")
+    with pytest.raises(FineTuneError) as refused:
+        read_recordings(manifest)
+    message = str(refused.value)
+    assert re.match(r".*bad.csv, row 2: audio file .*gone.wav does not exist; 2 more bad rows: 4, 5$", message)
+    assert "\n" not in message
 
 
 @pytest.mark.parametrize("content, message", [(b"not audio at all", "unreadable audio"), (None, "empty audio")])

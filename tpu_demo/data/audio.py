@@ -170,25 +170,26 @@ class Prepared:
         if self.stereo:
             parts.append(f"{self.stereo} stereo files downmixed to mono")
         if self.truncated:
-            parts.append(f"{len(self.truncated)} truncated to max_audio_frames (rows {_rows(self.truncated)})")
+            parts.append(f"{len(self.truncated)} truncated to max_audio_frames (rows {row_numbers(self.truncated)})")
         if self.dropped:
             parts.append(
-                f"{len(self.dropped)} dropped as longer than max_audio_frames (rows {_rows(self.dropped)}; the "
+                f"{len(self.dropped)} dropped as longer than max_audio_frames (rows {row_numbers(self.dropped)}; the "
                 f"longest has {self.longest_dropped} frames: raise max_audio_frames or set too_long: truncate)"
             )
         if self.silent:
-            parts.append(f"{len(self.silent)} silent (rows {_rows(self.silent)}: check the recordings)")
+            parts.append(f"{len(self.silent)} silent (rows {row_numbers(self.silent)}: check the recordings)")
         if self.short:
-            parts.append(f"{len(self.short)} shorter than {SHORT} s (rows {_rows(self.short)}: check the recordings)")
+            shown = row_numbers(self.short)
+            parts.append(f"{len(self.short)} shorter than {SHORT} s (rows {shown}: check the recordings)")
         if self.text_too_long:
             parts.append(
                 f"{len(self.text_too_long)} dropped as the transcript is longer than max_text_tokens "
-                f"{self.max_text_tokens} (rows {_rows(self.text_too_long)})"
+                f"{self.max_text_tokens} (rows {row_numbers(self.text_too_long)})"
             )
         return ", ".join(parts)
 
 
-def _rows(numbers) -> str:
+def row_numbers(numbers) -> str:
     shown = ", ".join(map(str, numbers[:10]))
     return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
 

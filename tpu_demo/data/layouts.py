@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tpu_demo.data.audio import ManifestRow
+from tpu_demo.data.audio import ManifestRow, row_numbers
 from tpu_demo.errors import FineTuneError
 
 AUDIO_COLUMNS = ("audio", "file_name", "audio_file", "audio_filepath", "audio_path", "path", "wav", "filename")
@@ -72,7 +72,16 @@ def read_recordings(path, audio_dir=None) -> Recordings:
         ) from None
     if layout == "LJSpeech":
         base = Path(audio_dir) if audio_dir else path.parent / "wavs"
-    rows = [row_of(path, number, record, base) for number, record in records]
+    rows, faults = [], []
+    for number, record in records:
+        try:
+            rows.append(row_of(path, number, record, base))
+        except FineTuneError as fault:  # every bad row in one run, not one run per row
+            faults.append((number, fault))
+    if faults:
+        others = [number for number, _ in faults[1:]]
+        more = f"; {len(others)} more bad rows: {row_numbers(others)}" if others else ""
+        raise FineTuneError(f"{faults[0][1]}{more}")
     if not rows:
         raise FineTuneError(f"{path}: no rows")
     return Recordings(f"{path}: {layout}, audio in {base}", rows)
