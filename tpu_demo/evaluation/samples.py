@@ -203,6 +203,9 @@ class SampleWriter:
         Called by every process: gathering sharded weights is a collective (None on the other processes then)."""
         from accelerate.utils import DistributedType
 
+        from tpu_demo.runtime.accelerator import uncompiled
+
+        model = uncompiled(model)
         unwrapped = accelerator.unwrap_model(model)
         if accelerator.distributed_type == DistributedType.FSDP:
             # whole weights on the main process's host: a sharded model generates only with every process stepping

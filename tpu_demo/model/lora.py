@@ -45,7 +45,7 @@ def adapter_saving_hook(accelerator):
 
     def hook(models, weights, output_dir):
         for index in reversed(range(len(models))):
-            model = accelerator.unwrap_model(models[index])
+            model = accelerator.unwrap_model(models[index], keep_torch_compile=False)
             if is_lora(model):
                 state = {k: v.cpu() for k, v in model.state_dict().items()}  # host tensors for safetensors (XLA)
                 model.save_pretrained(output_dir, state_dict=state, is_main_process=accelerator.is_main_process)

@@ -14,7 +14,13 @@ import torch
 import transformers
 from accelerate import Accelerator
 from accelerate.tracking import filter_trackers
-from accelerate.utils import DataLoaderConfiguration, DistributedType, is_torch_xla_available, parse_flag_from_env
+from accelerate.utils import (
+    DataLoaderConfiguration,
+    DistributedType,
+    is_compiled_module,
+    is_torch_xla_available,
+    parse_flag_from_env,
+)
 
 from tpu_demo.config.checks import trackers
 from tpu_demo.config.load import parse_all, parse_data, parse_launch
@@ -61,6 +67,12 @@ def make_accelerator(raw):
     accelerator.project_configuration.set_directories(training.output_dir)
     accelerator.log_with = filter_trackers(trackers(training.report_to), accelerator.logging_dir)
     return accelerator, config, spmd
+
+
+def uncompiled(model):
+    """The prepared model without torch.compile's wrapper, which accelerate puts outermost: its weights under their own
+    names (`_orig_mod.` ones load as missing), the sharding wrappers kept for their collectives."""
+    return model._orig_mod if is_compiled_module(model) else model
 
 
 def refuse_unsharded(accelerator, sharding: str = "no") -> None:

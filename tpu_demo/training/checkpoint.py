@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 
 from tpu_demo.errors import FineTuneError
 from tpu_demo.model.lora import ADAPTER_WEIGHTS, is_lora, load_adapter_weights
+from tpu_demo.runtime.accelerator import uncompiled
 from tpu_demo.runtime.spmd import host_copy
 from tpu_demo.training.outputs import step_dirs, step_name
 
@@ -203,7 +204,7 @@ def load_model_weights(accelerator, model, path: Path) -> None:
 
         load_fsdp_model(accelerator.state.fsdp_plugin, accelerator, model, str(path))
     else:
-        load_model_weights_on_host([accelerator.unwrap_model(model)], path)
+        load_model_weights_on_host([accelerator.unwrap_model(model, keep_torch_compile=False)], path)
 
 
 def rotate_checkpoints(output_dir, limit, keep=None) -> None:
@@ -220,6 +221,7 @@ def save_final(accelerator, model, path: Path, merge_lora: bool = False) -> None
     """Every process takes part in collecting the weights (a collective under FSDP/DeepSpeed); only the main process
     copies them to the host (safetensors needs host tensors, XLA's have no storage) and writes them. A LoRA model is
     written as its adapter, or with `merge_lora` as the merged model."""
+    model = uncompiled(model)
     unwrapped = accelerator.unwrap_model(model)
     if is_lora(unwrapped):
         # the adapter's weights, or the merged model's under its own names (not the PEFT wrapper's `base_model.`)
