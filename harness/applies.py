@@ -66,13 +66,12 @@ def pin(versions: list[str]) -> list[str]:
 
 
 def family(text: str, trainer: str) -> str:
-    """A fingerprint of what the edit touches and adapts to in one release's `training_args.py` and `trainer.py`."""
+    """A fingerprint of the code the edit touches in one release's `training_args.py` and `trainer.py`."""
     region = re.search(r"    def _setup_devices\(self\).*?AcceleratorState\._reset_state\(", text, flags=re.DOTALL)
-    traits = load_edit().traits(text, trainer)
-    plugin = re.search(load_edit().TRAINER_PLUGIN, trainer, flags=re.MULTILINE | re.DOTALL)
-    fingerprint = (
-        (region.group(0) if region else "") + (plugin.group(0) if plugin else "") + repr(sorted(traits.items()))
+    create = re.search(
+        r"    def create_accelerator_and_postprocess\(self.*?Accelerator\(\*\*args\)", trainer, flags=re.DOTALL
     )
+    fingerprint = (region.group(0) if region else "") + (create.group(0) if create else "")
     return hashlib.sha256(fingerprint.encode()).hexdigest()[:8]
 
 

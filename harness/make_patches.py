@@ -19,7 +19,14 @@ from harness.archives import TreeError, fetch_archive
 from harness.pins import PATCHES, committed_series, series
 
 SRC = PATCHES / "src"
-UPSTREAM_TEST = "tests/trainer/test_training_args_accelerator_state.py"
+# the PR's tests, in upstream's layout: {path in transformers: source in patches/src}
+UPSTREAM_TESTS = {
+    "tests/trainer/test_training_args_accelerator_state.py": "test_training_args_accelerator_state.py",
+    "tests/trainer/distributed/test_trainer_distributed_accelerator_state.py": (
+        "distributed/test_trainer_distributed_accelerator_state.py"
+    ),
+    "tests/trainer/distributed/scripts/accelerator_then_arguments.py": "distributed/accelerator_then_arguments.py",
+}
 IDENTITY = {
     "GIT_AUTHOR_NAME": "accelerate-state-fix",
     "GIT_AUTHOR_EMAIL": "accelerate-state-fix@users.noreply.github.com",
@@ -52,20 +59,19 @@ def generate(version: str, out: Path) -> list[Path]:
         def git(*args):
             subprocess.run(["git", "-C", tmp, *args], check=True, capture_output=True, env=env)
 
-        target, trainer = repo / edit.TARGET, repo / edit.TRAINER
-        target.parent.mkdir(parents=True)
-        original, original_trainer = pristine(version, edit.TARGET), pristine(version, edit.TRAINER)
-        target.write_text(original)
-        trainer.write_text(original_trainer)
+        originals = {path: pristine(version, path) for path in edit.FILES}
+        (repo / edit.TARGET).parent.mkdir(parents=True)
+        for path, text in originals.items():
+            (repo / path).write_text(text)
         git("init", "--quiet")
         git("add", ".")
         git("commit", "--quiet", "-m", f"transformers {version}")
-        target.write_text(edit.edit(original, version, original_trainer))
-        trainer.write_text(edit.edit_trainer(original_trainer, version)[0])
+        for path, text in edit.edit_all(originals, version).items():
+            (repo / path).write_text(text)
         git("commit", "--quiet", "-a", "-F", str(SRC / "0001.msg"))
-        test = repo / UPSTREAM_TEST
-        test.parent.mkdir(parents=True)
-        test.write_text((SRC / "test_training_args_accelerator_state.py").read_text())
+        for path, source in UPSTREAM_TESTS.items():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text((SRC / source).read_text())
         git("add", ".")
         git("commit", "--quiet", "-F", str(SRC / "0002.msg"))
         out.mkdir(parents=True, exist_ok=True)

@@ -11,218 +11,221 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
+import json
 import os
-import subprocess
-import sys
-import unittest
-from types import SimpleNamespace
 from unittest.mock import patch
 
 from parameterized import parameterized
 
-from transformers import TrainingArguments, is_torch_available
+from transformers import HfArgumentParser, TrainingArguments, is_torch_available
 from transformers.testing_utils import (
     CaptureLogger,
     TestCasePlus,
-    get_torch_dist_unique_port,
     require_accelerate,
     require_optuna,
     require_torch,
+    require_torch_accelerator,
 )
 from transformers.utils import is_accelerate_available, logging
 
 
 if is_torch_available():
     import torch
-    from torch import nn
 
-    from transformers import Trainer
-
-    class TinyRegression(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear = nn.Linear(1, 1)
-
-        def forward(self, input_x, labels=None):
-            y = self.linear(input_x)
-            return {"loss": nn.functional.mse_loss(y, labels), "logits": y}
-
-    class TinyRegressionDataset(torch.utils.data.Dataset):
-        def __init__(self, length=16):
-            generator = torch.Generator().manual_seed(0)
-            self.x = torch.randn(length, 1, generator=generator)
-            self.y = 2 * self.x + 3
-
-        def __len__(self):
-            return len(self.x)
-
-        def __getitem__(self, i):
-            return {"input_x": self.x[i], "labels": self.y[i]}
-
+    from tests.trainer.trainer_test_utils import (
+        RegressionModelConfig,
+        RegressionPreTrainedModel,
+        get_regression_trainer,
+    )
 
 if is_accelerate_available():
     from accelerate import Accelerator, PartialState
-    from accelerate.state import AcceleratorState
     from accelerate.utils import DistributedType
 
 
-training_args_logger = logging.get_logger("transformers.training_args")
-RESET_WARNING = "Resetting the state of an `Accelerator` created before these `TrainingArguments`"
-
-# (name, `Accelerator` kwargs, `TrainingArguments` kwargs, what the message names)
-DIFFERENCES = [
-    ("mixed_precision", {"mixed_precision": "bf16"}, {}, "`mixed_precision` is `bf16`, not `no`"),
-    ("torch_compile", {"dynamo_backend": "eager"}, {}, "`dynamo_plugin.backend` is `EAGER`, not `NO`"),
-    ("fsdp", {}, {"fsdp": "full_shard"}, "a `Trainer` builds its own DeepSpeed or FSDP plugin"),
-]
+RESET_LINE = "Resetting the existing accelerator state"
 
 
-def require_torch_multi_process_cpu(test_case):
-    # gloo runs several processes on any machine with torch.distributed
-    available = is_torch_available() and torch.distributed.is_available()
-    return unittest.skipUnless(available, "test requires torch.distributed")(test_case)
+def capture_logs():
+    """What `TrainingArguments` and the `Trainer` log, together."""
+    return CaptureLogger(logging.get_logger("transformers"))
 
 
 @require_torch
 @require_accelerate
 class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
-    def setUp(self):
-        super().setUp()
-        # start from no state, whatever ran before in this process
-        AcceleratorState._reset_state(reset_partial_state=True)
-
+    # Every state here is a CPU state, made so on any host (`cpu=True` with `use_cpu=True`)
     def make_args(self, **kwargs):
-        return TrainingArguments(output_dir=self.get_auto_remove_tmp_dir(), report_to="none", use_cpu=True, **kwargs)
+        return TrainingArguments(self.get_auto_remove_tmp_dir(), report_to="none", use_cpu=True, **kwargs)
+
+    def make_trainer(self, **kwargs):
+        return get_regression_trainer(
+            output_dir=self.get_auto_remove_tmp_dir(), report_to="none", use_cpu=True, max_steps=2, **kwargs
+        )
+
+    @parameterized.expand([("accelerator",), ("partial_state",)])
+    def test_existing_state_is_kept(self, maker):
+        state = Accelerator(cpu=True).state if maker == "accelerator" else PartialState(cpu=True)
+        device = state.device
+        with capture_logs() as cl:
+            self.make_args()
+        self.assertEqual(state.distributed_type, DistributedType.NO)
+        self.assertIs(state.device, device)  # the very state, not an equal new one
+        self.assertEqual(cl.out, "")
+
+    def test_state_of_another_partial_state_is_reset_with_one_line(self):
+        # accelerate's debug mode is part of the `PartialState`; arguments built without it set up another one
+        with patch.dict(os.environ, {"ACCELERATE_DEBUG_MODE": "true"}):
+            accelerator = Accelerator(cpu=True)
+        with capture_logs() as cl:
+            self.make_args()
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        (line,) = cl.out.splitlines()
+        self.assertIn(RESET_LINE, line)
+        self.assertIn("`debug`: `True`, not `False`", line)
+
+    @require_torch_accelerator
+    def test_accelerator_state_then_cpu_arguments(self):
+        accelerator = Accelerator()
+        with capture_logs() as cl:
+            trainer = self.make_trainer()
+        self.assertIn(f"`device`: `{accelerator.device}`, not `cpu`", cl.out)
+        self.assertEqual(len(cl.out.splitlines()), 1)
+        trainer.train()
+        self.assertEqual(trainer.accelerator.device.type, "cpu")
 
     @parameterized.expand(
-        [(maker, policy) for maker in ("accelerator", "partial_state") for policy in ("auto", "preserve", "reset")]
+        [
+            ("mixed_precision", {"mixed_precision": "bf16"}, {}, "`mixed_precision`: `bf16`, not `no`"),
+            ("arguments_mixed_precision", {}, {"bf16": True}, "`mixed_precision`: `no`, not `bf16`"),
+            ("dynamo", {"dynamo_backend": "eager"}, {}, "`dynamo_plugin`"),
+        ]
     )
-    def test_matching_state(self, maker, policy):
-        state = Accelerator(cpu=True).state if maker == "accelerator" else PartialState(cpu=True)
-        device = state.__dict__["device"] = torch.device("cpu")  # equal, but only a kept shared dict still holds it
-        with CaptureLogger(training_args_logger) as cl:
-            self.make_args(accelerator_state_policy=policy)
-        self.assertEqual(state.__dict__.get("device") is device, policy != "reset")
-        self.assertEqual(cl.out, "")  # kept, or discarded as asked: nothing to say
-        self.assertEqual(PartialState().distributed_type, DistributedType.NO)
-
-    @parameterized.expand(DIFFERENCES)
-    def test_differing_state_is_reset_with_one_line(self, _, state_kwargs, args_kwargs, message):
+    def test_trainer_resets_a_state_that_differs_from_its_accelerator(self, _, state_kwargs, args_kwargs, named):
         accelerator = Accelerator(cpu=True, **state_kwargs)
-        with CaptureLogger(training_args_logger) as cl:
-            self.make_args(**args_kwargs)
+        with capture_logs() as cl:
+            trainer = self.make_trainer(**args_kwargs)
+        (line,) = cl.out.splitlines()
+        self.assertIn(RESET_LINE, line)
+        self.assertIn(named, line)
+        trainer.train()
+        self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if args_kwargs else "no")
+        self.assertEqual(accelerator.state.dynamo_plugin.backend.value, "NO")  # every `Accelerator` shares it
+
+    def test_trainer_keeps_a_state_equal_to_its_accelerator(self):
+        accelerator = Accelerator(cpu=True, mixed_precision="bf16")
+        with capture_logs() as cl:
+            trainer = self.make_trainer(bf16=True)
+            trainer.train()
+        self.assertEqual(cl.out, "")
+        self.assertEqual(trainer.state.global_step, 2)
+        model = accelerator.prepare(RegressionPreTrainedModel(RegressionModelConfig()))
+        self.assertEqual(accelerator.mixed_precision, "bf16")
+        self.assertIsNotNone(model)
+
+    def test_state_of_a_previous_trainer_is_replaced_quietly(self):
+        # A notebook: a `Trainer` trains, the next cell builds the same arguments and then its own `Accelerator`
+        self.make_trainer().train()
+        with capture_logs() as cl:
+            self.make_args()
+            accelerator = Accelerator(cpu=True, mixed_precision="bf16", dynamo_backend="eager")
+        self.assertEqual(accelerator.mixed_precision, "bf16")
+        self.assertEqual(accelerator.state.dynamo_plugin.backend.value, "EAGER")
+        self.assertEqual(cl.out, "")
+
+    def test_notebook_reruns_with_other_settings(self):
+        for bf16 in (False, True, False):
+            with capture_logs() as cl:
+                trainer = self.make_trainer(bf16=bf16)
+                trainer.train()
+            self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if bf16 else "no")
+            self.assertEqual(cl.out, "")  # each state was a `Trainer`'s
+
+    def test_reset(self):
+        accelerator = Accelerator(cpu=True)
+        with capture_logs() as cl:
+            self.make_args(accelerator_config={"existing_state": "reset"})
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
-        (line,) = [line for line in cl.out.splitlines() if RESET_WARNING in line]
-        self.assertIn(message, line)
+        self.assertEqual(cl.out, "")
 
-    @parameterized.expand(DIFFERENCES)
-    def test_differing_state_with_preserve_raises_and_is_kept(self, _, state_kwargs, args_kwargs, message):
-        accelerator = Accelerator(cpu=True, **state_kwargs)
-        with self.assertRaises(ValueError) as raised:
-            self.make_args(accelerator_state_policy="preserve", **args_kwargs)
-        self.assertIn(message, str(raised.exception))
-        self.assertIn("accelerator_state_policy='reset'", str(raised.exception))
-        self.assertEqual(accelerator.state.mixed_precision, state_kwargs.get("mixed_precision", "no"))
+    def test_preserve(self):
+        accelerator = Accelerator(cpu=True)
+        trainer = self.make_trainer(accelerator_config={"existing_state": "preserve"})
+        self.assertEqual(trainer.accelerator.state.device, accelerator.state.device)
+        with self.assertRaisesRegex(ValueError, "`mixed_precision`: `no`, not `bf16`"):
+            self.make_trainer(bf16=True, accelerator_config={"existing_state": "preserve"})
+        self.assertEqual(accelerator.mixed_precision, "no")
 
-    @parameterized.expand([("keep",), ("Preserve",), (None,)])
-    def test_invalid_policy_raises(self, value):
-        with self.assertRaisesRegex(ValueError, "`accelerator_state_policy` must be 'auto', 'preserve' or 'reset'"):
-            self.make_args(accelerator_state_policy=value)
+    def test_preserve_without_a_state_sets_one_up(self):
+        args = self.make_args(accelerator_config={"existing_state": "preserve"})
+        self.assertEqual(args.device.type, "cpu")
+        self.assertEqual(PartialState().num_processes, 1)
+
+    def test_use_configured_state_is_preserve_for_a_state_that_must_exist(self):
+        with self.assertRaisesRegex(ValueError, "requires a pre-configured"):
+            self.make_args(accelerator_config={"use_configured_state": True})
+        accelerator = Accelerator(cpu=True)
+        with capture_logs() as cl:
+            trainer = self.make_trainer(accelerator_config={"use_configured_state": True})
+        self.assertEqual(cl.out, "")
+        self.assertTrue(hasattr(accelerator.state, "distributed_type"))
+        self.assertEqual(trainer.accelerator.device, accelerator.device)
+
+    @parameterized.expand([("dict",), ("json_file",), ("command_line",)])
+    def test_existing_state_is_validated(self, source):
+        for config, message in [
+            ({"existing_state": "keep"}, "`existing_state` must be 'auto', 'preserve' or 'reset', not 'keep'"),
+            ({"existing_state": "reset", "use_configured_state": True}, "contradicts `existing_state='reset'`"),
+        ]:
+            if source == "json_file":
+                path = os.path.join(self.get_auto_remove_tmp_dir(), "accelerator_config.json")
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(config, f)
+                config = path
+            with self.assertRaisesRegex(ValueError, message):
+                if source == "command_line":
+                    cli = ["--output_dir", self.get_auto_remove_tmp_dir(), "--accelerator_config", json.dumps(config)]
+                    HfArgumentParser(TrainingArguments).parse_args_into_dataclasses(cli + ["--use_cpu"])
+                else:
+                    self.make_args(accelerator_config=config)
 
     @parameterized.expand([("no_state",), ("after_a_failed_try",)])
     def test_fresh_init(self, before):
         if before == "after_a_failed_try":
             # a stray `LOCAL_RANK` makes the initialization raise after storing part of the state
             with patch.dict(os.environ, {"LOCAL_RANK": "0"}), self.assertRaises(ValueError):
-                TrainingArguments(output_dir=self.get_auto_remove_tmp_dir(), report_to="none")
-        with CaptureLogger(training_args_logger) as cl:
+                TrainingArguments(self.get_auto_remove_tmp_dir(), report_to="none")
+        with capture_logs() as cl:
             args = self.make_args()
         self.assertEqual(args.device.type, "cpu")
         self.assertEqual(PartialState().num_processes, 1)
         self.assertEqual(cl.out, "")
 
-    def test_trainer_builds_the_dynamo_plugin_the_arguments_compare(self):
-        args = self.make_args(torch_compile_backend="eager", torch_compile_mode="reduce-overhead")
-        trainer = Trainer(model=TinyRegression(), args=args, train_dataset=TinyRegressionDataset())
-        self.assertEqual(trainer.accelerator.state.dynamo_plugin, args._torch_dynamo_plugin())
-
-    @require_torch_multi_process_cpu
-    def test_state_of_another_launch_is_not_kept(self):
-        # Under a 2-process launch on a CPU machine, `Accelerator()` builds a single-process state; arguments with
-        # `use_cpu=True` must get the 2-process state a fresh one would be, as they did before the policy existed
-        port = get_torch_dist_unique_port()
-        cmd = f"{sys.executable} -m torch.distributed.run --nproc_per_node 2 --master_port {port} {__file__}".split()
-        env = self.get_env()
-        env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", OUTPUT_DIR=self.get_auto_remove_tmp_dir())
-        result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        self.assertEqual(result.stdout.count("of 2: distributed"), 2)
-
-    def test_successive_arguments_with_other_settings(self):
-        # A notebook that reruns its cell with another setting: each `Trainer` trains with the state its arguments
-        # ask for, a changed setting gets a fresh state, an unchanged one keeps the state of the previous run
-        for run, (bf16, learning_rate) in enumerate([(False, 1e-3), (True, 1e-3), (True, 1e-2)]):
-            args = self.make_args(bf16=bf16, learning_rate=learning_rate, max_steps=2, per_device_train_batch_size=4)
-            trainer = Trainer(model=TinyRegression(), args=args, train_dataset=TinyRegressionDataset())
-            trainer.train()
-            self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if bf16 else "no", f"run {run}")
-            self.assertEqual(trainer.state.global_step, 2)
+    def test_gradient_state_is_shared_by_the_process(self):
+        # The `Trainer` accumulates gradients itself and sets accelerate's process-wide `GradientState` to 1 step:
+        # an `Accelerator(gradient_accumulation_steps=4)` of the user's reads 1 afterwards, with or without this fix
+        accelerator = Accelerator(cpu=True, gradient_accumulation_steps=4)
+        self.make_trainer()
+        self.assertEqual(accelerator.gradient_state.num_steps, 1)
 
     @require_optuna
     def test_hyperparameter_search(self):
-        # Trials set their values on the same arguments, whose devices are set up once: each trains, and an
-        # `Accelerator` made before keeps its state
+        # Each trial creates the `Trainer`'s `Accelerator` again: the state it created is equal and stays
         def hp_space(trial):
-            return {"learning_rate": trial.suggest_float("learning_rate", 1e-3, 1e-1, log=True), "max_steps": 2}
+            return {"learning_rate": trial.suggest_float("learning_rate", 1e-3, 1e-1, log=True)}
 
         accelerator = Accelerator(cpu=True)
-        args = self.make_args(per_device_train_batch_size=4, eval_strategy="no")
-        data = TinyRegressionDataset()
-        trainer = Trainer(model_init=TinyRegression, args=args, train_dataset=data, eval_dataset=data)
-        best = trainer.hyperparameter_search(backend="optuna", direction="minimize", hp_space=hp_space, n_trials=2)
+        trainer = get_regression_trainer(
+            output_dir=self.get_auto_remove_tmp_dir(),
+            report_to="none",
+            use_cpu=True,
+            max_steps=2,
+            eval_strategy="no",
+            model_init=lambda: RegressionPreTrainedModel(RegressionModelConfig()),
+        )
+        with capture_logs() as cl:
+            best = trainer.hyperparameter_search(backend="optuna", direction="minimize", hp_space=hp_space, n_trials=2)
         self.assertIsNotNone(best.objective)
-        self.assertEqual(trainer.state.global_step, 2)
         self.assertEqual(accelerator.distributed_type, DistributedType.NO)
-
-    @parameterized.expand([("tensor_parallel", 2), ("not_sharded", None)])
-    def test_trainer_of_a_tensor_parallel_model_builds_a_fresh_state(self, _, tp_size):
-        # The arguments cannot see the model: a state they kept that the model's tensor parallelism differs from
-        # would be ignored by the `Trainer`'s `Accelerator`, so it is reset before
-        accelerator = Accelerator(cpu=True)
-        model = TinyRegression()
-        if tp_size:
-            model.tp_size = tp_size
-            model.config = SimpleNamespace(distributed_config=SimpleNamespace(dp_size=1))  # as loaded with tp_plan
-        seen = []
-
-        def record_state(**kwargs):
-            seen.append(
-                (dict(AcceleratorState._shared_state), {"torch_tp_plugin", "parallelism_config"} & set(kwargs))
-            )
-            raise InterruptedError  # on CPU processes accelerate refuses a parallelism config: stop before it
-
-        with patch("transformers.trainer.Accelerator", record_state), self.assertRaises(InterruptedError):
-            Trainer(model=model, args=self.make_args(), train_dataset=TinyRegressionDataset())
-        state, tensor_parallel = seen[0]
-        self.assertFalse(tensor_parallel and tp_size is None)  # only a sharded model brings tensor parallelism
-        # reset where the `Trainer` passes tensor parallelism, kept for the other model, as for no model
-        self.assertEqual(bool(state), not tensor_parallel)
-        self.assertEqual(hasattr(accelerator.state, "distributed_type"), not tensor_parallel)
-
-    def test_accelerator_survives_trainer(self):
-        accelerator = Accelerator(cpu=True)
-        args = self.make_args(max_steps=2, per_device_train_batch_size=4)
-        self.assertEqual(accelerator.distributed_type, DistributedType.NO)
-        Trainer(model=TinyRegression(), args=args, train_dataset=TinyRegressionDataset()).train()
-        model = TinyRegression()
-        model, optimizer = accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=0.1))
-        self.assertEqual(accelerator.distributed_type, DistributedType.NO)
-
-
-if __name__ == "__main__":
-    # Run by `test_state_of_another_launch_is_not_kept` under `torch.distributed.run`
-    accelerator = Accelerator()
-    args = TrainingArguments(output_dir=os.environ["OUTPUT_DIR"], report_to="none", use_cpu=True)
-    assert args.world_size == 2 and args.parallel_mode.value == "distributed", (args.world_size, args.parallel_mode)
-    assert PartialState().num_processes == 2 and PartialState().process_index == int(os.environ["RANK"])
-    print(f"rank {args.process_index} of {args.world_size}: {args.parallel_mode.value}")
+        self.assertNotIn(RESET_LINE, cl.out)
+        self.assertTrue(torch.isfinite(torch.tensor(best.objective)))

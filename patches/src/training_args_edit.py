@@ -1,8 +1,8 @@
-"""The single source of truth for the `training_args.py` change.
+"""The single source of truth for the change to transformers.
 
-Every pinned transformers release gets its patch by running these anchored edits on its pristine file, so the
+Every pinned transformers release gets its patch by running these anchored edits on its pristine files, so the
 per-version diffs cannot drift apart. An anchor that is missing or ambiguous raises `EditError` naming the version.
-The code the edits insert is real Python in `training_args_methods.py` (linted there), copied in the release's form.
+The code the edits insert is real Python in `training_args_methods.py` (linted there), copied as it stands.
 """
 
 import ast
@@ -12,6 +12,8 @@ from pathlib import Path
 
 TARGET = "src/transformers/training_args.py"
 TRAINER = "src/transformers/trainer.py"
+CONFIG = "src/transformers/trainer_pt_utils.py"
+FILES = (CONFIG, TARGET, TRAINER)
 METHODS = Path(__file__).with_name("training_args_methods.py")
 
 
@@ -19,24 +21,21 @@ class EditError(RuntimeError):
     pass
 
 
-DOCSTRING_ENTRY = """
-
-        accelerator_state_policy (`str`, *optional*, defaults to `"auto"`):
-            What to do with an accelerator state that exists before these arguments, e.g. an `Accelerator`'s. `"auto"`
-            keeps it if each setting is what these arguments and a `Trainer` using them create, else resets it, with a
-            warning if an `Accelerator` made it. `"preserve"` keeps it and raises a `ValueError` if it differs.
-            `"reset"` always resets it, as before this option. Ignored with `use_configured_state`."""
-
-ELSE_OLD = """        else:
-            AcceleratorState._reset_state(reset_partial_state=True)
+DOCSTRING_ENTRY = """        existing_state (`str`, *optional*, defaults to `"auto"`):
+            What `TrainingArguments` and the `Trainer` do with an accelerator state that exists already, e.g. the
+            state of an `Accelerator` created before them. `"auto"` keeps it if it is the state they set up, and
+            otherwise resets it, with one warning unless a previous `Trainer` created it. `"preserve"` keeps it as
+            it is, like `use_configured_state=True`, which also requires a state to exist (and contradicts
+            `"reset"`); a `Trainer` then raises if the state differs from its own. `"reset"` always resets it.
 """
+
+# `_setup_devices` reads (pops) `use_configured_state` from the `AcceleratorConfig`
+POPPED = r'^ {12}accelerator_state_kwargs\["use_configured_state"\] = self\.accelerator_config\.pop\(\n.*?\n {12}\)\n'
+RESET = "            AcceleratorState._reset_state(reset_partial_state=True)\n"
+ELSE_RESET = "        else:\n" + RESET
 FRESH_STATE = r"""^            if use_deepspeed:\n                del os\.environ\["ACCELERATE_USE_DEEPSPEED"\]\n"""
-# 5.x's `Trainer._build_accelerator_args` builds its `TorchDynamoPlugin` (group 1: the call)
-TRAINER_PLUGIN = (
-    r"^            from accelerate\.utils import TorchDynamoPlugin\n\n"
-    r"            dynamo_plugin = (TorchDynamoPlugin\(\n.*?^            \))\n"
-    r'            args\["dynamo_plugin"\] = dynamo_plugin\n'
-)
+HELPERS_AFTER = r"^ +return timedelta\(seconds=self\.ddp_timeout\)\n\n"
+ACCELERATOR = "        self.accelerator = Accelerator(**args)\n"
 
 
 def _replace_once(text, pattern, replacement, what, version, path=TARGET, keep_match=False):
@@ -50,114 +49,89 @@ def _replace_once(text, pattern, replacement, what, version, path=TARGET, keep_m
     return text[:start] + replacement + text[end:]
 
 
-def _insert_after(text, pattern, insertion, what, version):
-    return _replace_once(text, pattern, insertion, what, version, keep_match=True)
+def _insert_after(text, pattern, insertion, what, version, path=TARGET):
+    return _replace_once(text, pattern, insertion, what, version, path, keep_match=True)
 
 
-def traits(text: str, trainer: str) -> dict[str, bool]:
-    """What the edit adapts to in a release's `training_args.py` and `trainer.py`."""
-    return {
-        # 5.x resolves `self.mixed_precision` in `__post_init__`, before the devices are set up
-        "mixed_precision_resolved": "  self.mixed_precision = os." in text,
-        "parallelism_config": bool(re.search(r"^    parallelism_config: ", text, flags=re.MULTILINE)),
-        # 5.x's `Trainer` builds the `TorchDynamoPlugin` itself; before, its `Accelerator` reads the variables
-        "trainer_builds_dynamo_plugin": bool(re.search(TRAINER_PLUGIN, trainer, flags=re.MULTILINE | re.DOTALL)),
-        # 4.50+ passes its `Accelerator` the tensor parallelism of the model (or of `tp_size`)
-        "trainer_reads_tensor_parallelism": "tp_size" in trainer,
-    }
-
-
-def _members(cls: ast.ClassDef) -> dict[str, ast.stmt]:
-    """The fields and methods of `cls` by name."""
-    return {
-        node.target.id if isinstance(node, ast.AnnAssign) else node.name: node
-        for node in cls.body
-        if isinstance(node, ast.AnnAssign | ast.FunctionDef)
-    }
-
-
-def inserted_code(found: dict[str, bool], trainer_plugin: str = "") -> tuple[str, str, list[str]]:
-    """The field, the helper methods and the `_setup_devices` statements, from `METHODS` in the release's form.
-    `trainer_plugin` is the `TorchDynamoPlugin(...)` call of the release's `Trainer`, which the helper takes over."""
+def inserted_code() -> dict[str, dict[str, str | list[str]]]:
+    """The source of each member of each class of `METHODS`: a method or field whole, and for the methods named as
+    the release's (`_setup_devices`, `create_accelerator_and_postprocess`) their groups of statements, which blank
+    lines separate."""
     source = METHODS.read_text()
     lines = source.splitlines(keepends=True)
-    classes = {node.name: node for node in ast.parse(source).body if isinstance(node, ast.ClassDef)}
-    newest, older = (_members(classes[name]) for name in ("TrainingArguments", "OlderReleases"))
-
-    def lines_of(first: ast.AST, last: ast.AST | None = None) -> str:
-        decorators = getattr(first, "decorator_list", [])
-        return "".join(lines[(decorators or [first])[0].lineno - 1 : (last or first).end_lineno])
-
-    def statement(function: ast.FunctionDef, start: str) -> str:
-        (node,) = [node for node in function.body if ast.get_source_segment(source, node).startswith(start)]
-        return lines_of(node)
-
-    def swap(text: str, old: str, new: str) -> str:
-        if text.count(old) != 1:
-            raise ValueError(f"{METHODS.name}: {old!r} is not in the method once")
-        return text.replace(old, new)
-
-    field = lines_of(newest.pop("accelerator_state_policy"))
-    validate = "".join(lines_of(node) for node in newest.pop("_validate_args").body) + "\n"
-    setup_devices = [validate] + [lines_of(node) for node in newest.pop("_setup_devices").body]
-    methods = {name: lines_of(node) for name, node in newest.items()}
-    plugin, keep = newest["_torch_dynamo_plugin"], newest["_keep_accelerator_state"]
-    if not found["trainer_builds_dynamo_plugin"]:
-        methods[plugin.name] = lines_of(older[plugin.name])
-    elif trainer_plugin:
-        # the `Trainer`'s own call, moved: it calls this helper instead
-        moved = "        return " + trainer_plugin.replace("\n    ", "\n").replace("self.args.", "self.") + "\n"
-        methods[plugin.name] = swap(methods[plugin.name], statement(plugin, "return "), moved)
-    if not found["mixed_precision_resolved"]:
-        (computed,) = older["computed_mixed_precision"].body
-        expression = ast.get_source_segment(source, computed.value)
-        methods[keep.name] = swap(
-            methods[keep.name], "self.mixed_precision\n", f"(\n                {expression}\n            )\n"
-        )
-    if not found["parallelism_config"]:
-        methods[keep.name] = swap(
-            methods[keep.name], "parallelism_config=self.parallelism_config", "parallelism_config=None"
-        )
-    return field, "\n".join(methods.values()) + "\n", setup_devices
+    code = {}
+    for cls in (node for node in ast.parse(source).body if isinstance(node, ast.ClassDef)):
+        members = {}
+        for node in cls.body:
+            if isinstance(node, ast.Expr):  # the class docstring
+                continue
+            first = (getattr(node, "decorator_list", None) or [node])[0]
+            start = first.lineno - 1
+            while lines[start - 1].lstrip().startswith("#"):  # its comments
+                start -= 1
+            target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+            members[getattr(node, "name", None) or ast.unparse(target)] = "".join(lines[start : node.end_lineno])
+        code[cls.name] = members
+    for cls, method in (("TrainingArguments", "_setup_devices"), ("Trainer", "create_accelerator_and_postprocess")):
+        body = code[cls].pop(method).split("\n", 1)[1]
+        groups = [group + "\n" for group in re.split(r"\n\s*\n", body.rstrip("\n"))]
+        # a group of comments only says what the statements are for, here
+        code[cls][method] = [
+            group for group in groups if not all(line.lstrip().startswith("#") for line in group.splitlines())
+        ]
+    return code
 
 
-def edit_trainer(trainer: str, version: str) -> tuple[str, str]:
-    """`trainer.py` calling the arguments' `_torch_dynamo_plugin` and, where it reads a model's tensor parallelism,
-    resetting a state that differs from it; and the `TorchDynamoPlugin` call it made (empty where it made none)."""
-    match = re.search(TRAINER_PLUGIN, trainer, flags=re.MULTILINE | re.DOTALL)
-    if "tp_size" in trainer:
-        source = METHODS.read_text()
-        (cls,) = [node for node in ast.parse(source).body if getattr(node, "name", None) == "Trainer"]
-        (loop,) = cls.body[-1].body
-        check = "".join(source.splitlines(keepends=True)[loop.lineno - 2 : loop.end_lineno])  # and its comment
-        anchor = r"^(?=        self\.accelerator = Accelerator\(\*\*args\)\n)"
-        trainer = _replace_once(trainer, anchor, check, "the tensor parallelism check", version, TRAINER, True)
-    if match is None:
-        return trainer, ""
-    call = '            args["dynamo_plugin"] = self.args._torch_dynamo_plugin()\n'
-    return _replace_once(trainer, TRAINER_PLUGIN, call, "the dynamo plugin", version, TRAINER), match.group(1)
+def _without_noqa(text: str) -> str:
+    return re.sub(r"  # noqa: F821", "", text)
 
 
-def edit(text: str, version: str, trainer: str) -> str:
-    """Returns `text` (a pristine `training_args.py` of transformers `version`) with the fix applied; `trainer` is the
-    release's pristine `trainer.py`."""
-    field, helpers, (validate, set_aside, keep) = inserted_code(
-        traits(text, trainer), edit_trainer(trainer, version)[1]
+def edit_config(text: str, version: str) -> str:
+    """`trainer_pt_utils.py` with the `existing_state` key of `AcceleratorConfig`, documented and validated."""
+    members = inserted_code()["AcceleratorConfig"]
+    docstring = r"^        use_configured_state \(`bool.*?hyperparameter tuning\.\n"
+    text = _insert_after(text, docstring, DOCSTRING_ENTRY, "the docstring entry", version, CONFIG)
+    field = r"^    use_configured_state: bool = field\(\n.*?^    \)\n"
+    insertion = "\n" + members["existing_state"] + "\n" + members["__post_init__"]
+    return _insert_after(text, field, insertion, "the key", version, CONFIG)
+
+
+def edit(text: str, version: str) -> str:
+    """`training_args.py`: its `_setup_devices` keeps an existing state whose `PartialState` is the one it builds."""
+    code = inserted_code()["TrainingArguments"]
+    read, set_aside, keep = (_without_noqa(group) for group in code.pop("_setup_devices"))
+    text = _insert_after(text, POPPED, read, "the policy", version)
+    text = _replace_once(
+        text,
+        "^" + re.escape(ELSE_RESET),
+        "        else:\n" + textwrap.indent(set_aside, "    ") + RESET,
+        "the state reset",
+        version,
     )
-    text = _insert_after(
-        text, r"^ +- `?use_configured_state`? \(`bool`.*?(?=\n\n)", DOCSTRING_ENTRY, "the docstring entry", version
-    )
-    text = _insert_after(text, r"^    accelerator_config: [^\n]* = field\(\n.*?^    \)\n", field, "the field", version)
-    text = _insert_after(
-        text, r"^ +return timedelta\(seconds=self\.ddp_timeout\)\n\n", helpers, "the helpers", version
-    )
-    # before the first of the release's value checks, in `_validate_args` (5.14+) or `__post_init__`
-    comments = r"(?:        #[^\n]*\n)*"
-    check = r"        if self\.logging_strategy == IntervalStrategy\.STEPS and self\.logging_steps == 0:"
-    text = _insert_after(text, rf"^\n(?={comments}{check})", validate, "the policy check", version)
-    # the reset stays, as the `else:` branch; the state is set aside before it
-    else_line, reset_line = ELSE_OLD.splitlines(keepends=True)
-    else_new = else_line + textwrap.indent(set_aside, "    ") + reset_line
-    text = _replace_once(text, "^" + re.escape(ELSE_OLD), else_new, "the state reset", version)
     text = _insert_after(text, FRESH_STATE, textwrap.indent(keep, "    "), "the fresh state", version)
-    return text
+    helpers = "\n".join(code.values())
+    return _insert_after(text, HELPERS_AFTER, helpers + "\n", "the helpers", version)
+
+
+def edit_trainer(text: str, version: str) -> str:
+    """`trainer.py`: `create_accelerator_and_postprocess` resets a state that differs from its `Accelerator`'s."""
+    code = inserted_code()["Trainer"]
+    (around,) = code.pop("create_accelerator_and_postprocess")
+    text = _replace_once(
+        text, "^" + re.escape(ACCELERATOR), _without_noqa(around), "the accelerator", version, TRAINER
+    )
+    if "args.update(accelerator_config)" in text:  # accelerate < 0.28 gets the config's keys as its arguments
+        popped = '        accelerator_config.pop("gradient_accumulation_kwargs")\n'
+        key = '        accelerator_config.pop("existing_state")\n'
+        text = _insert_after(text, "^" + re.escape(popped), key, "the config's keys", version, TRAINER)
+    method = r"^(?=    def create_accelerator_and_postprocess\(self\))"
+    return _insert_after(text, method, code["_prepare_accelerator_state"] + "\n", "the check", version, TRAINER)
+
+
+def edit_all(files: dict[str, str], version: str) -> dict[str, str]:
+    """The patched text of each of `FILES`, from the pristine `files` of transformers `version`."""
+    return {
+        CONFIG: edit_config(files[CONFIG], version),
+        TARGET: edit(files[TARGET], version),
+        TRAINER: edit_trainer(files[TRAINER], version),
+    }
