@@ -16,6 +16,7 @@ from accelerate import Accelerator, PartialState
 from accelerate.state import AcceleratorState, GradientState
 from accelerate.utils import TorchDynamoPlugin
 from transformers import Trainer, TrainingArguments
+from transformers.trainer_pt_utils import AcceleratorConfig
 from transformers.utils import logging
 
 logging.set_verbosity_error()
@@ -77,13 +78,13 @@ def run_step(step, scope, output_dir):
             return describe(made)
         return made.distributed_type.value
     if step in ARGUMENTS:
-        policy = {"accelerator_state_policy": scope["policy"]} if "policy" in scope else {}
+        policy = {"accelerator_config": {"existing_state": scope["policy"]}} if "policy" in scope else {}
         scope["args"] = TrainingArguments(
             output_dir=output_dir, report_to="none", max_steps=1, disable_tqdm=True, **ARGUMENTS[step], **policy
         )
         return str(scope["args"].device.type)
     if step == "policy(reset)":  # later arguments ask for it; the published release has no such field: it resets
-        if "accelerator_state_policy" in TrainingArguments.__dataclass_fields__:
+        if "existing_state" in AcceleratorConfig.__dataclass_fields__:
             scope["policy"] = "reset"
         return "set"
     if step == "derive(bf16)":

@@ -1,8 +1,8 @@
 """The scenarios of an accelerator state made before `TrainingArguments`, one vocabulary for the tests and the report.
 
-A scenario is a value of `accelerator_state_policy` (or none: `default`), a way to make the state, and a set of
-arguments. `promised` says what the patched release does with the state (what the published one does, unpatched);
-the tests `record` what they saw in `$SCENARIO_LOG` and `harness.matrix_report` reads it back with `load`.
+A scenario is a value of `accelerator_config`'s `existing_state` (or none: `default`), a way to make the state, and a
+set of arguments. `promised` says what the patched release does with the state (what the published one does,
+unpatched); the tests `record` what they saw in `$SCENARIO_LOG` and `harness.matrix_report` reads it back with `load`.
 """
 
 import itertools
@@ -10,9 +10,9 @@ import json
 import os
 from pathlib import Path
 
-POLICY_FIELD = "accelerator_state_policy"
+POLICY_KEY = "existing_state"  # of `AcceleratorConfig`, where the patched release has the switch
 POLICIES = ("auto", "preserve", "reset")
-DEFAULT = "default"  # the policy left unset: the field's default (`auto`), as most programs run
+DEFAULT = "default"  # the key left unset: its default (`auto`), as most programs run
 
 
 def _accelerator():
@@ -70,17 +70,26 @@ def all_scenarios():
     return list(itertools.product((DEFAULT, *POLICIES), STATE_MAKERS, ARGUMENT_VARIANTS))
 
 
-def promised(policy: str, arguments: str, device_type: str, patched: bool = True) -> str:
-    """What the patched release does with the state (with `patched=False`: what the published one does)."""
-    if arguments == "use_configured_state":
-        return "kept"  # the upstream opt-in, unchanged by the patch
+def promised(policy: str, arguments: str, state_device: str, patched: bool = True, arguments_device=None) -> str:
+    """What the patched release's `TrainingArguments` do with a state on `state_device`, where fresh arguments would
+    set up `arguments_device` (by default the same: a CPU-only or XLA host); with `patched=False`, what the published
+    one does. A `Trainer` compares the rest."""
+    if arguments == "use_configured_state":  # the upstream opt-in, unchanged by the patch; "reset" contradicts it
+        return "error" if patched and policy == "reset" else "kept"
     if not patched or policy == "reset":
         return "reset"
-    # a fresh state for `use_cpu=True` runs on the CPU, but where torch_xla is importable accelerate builds an XLA
-    # state whatever `cpu` says (the published release's arguments run on `xla:0` too)
-    if arguments == "use_cpu" and device_type not in ("cpu", "xla"):
-        return "error" if policy == "preserve" else "reset"
-    return "kept"
+    return "kept" if policy == "preserve" or state_device == (arguments_device or state_device) else "reset"
+
+
+def arguments_device(arguments: dict) -> str:
+    """The device type fresh `TrainingArguments(**arguments)` set up on this host: where torch_xla is importable
+    accelerate builds an XLA state whatever `cpu` says."""
+    import torch
+    from accelerate.utils import is_torch_xla_available
+
+    if is_torch_xla_available():
+        return "xla"
+    return "cpu" if arguments.get("use_cpu") or not torch.cuda.is_available() else "cuda"
 
 
 def record(kind: str, **fields) -> None:
@@ -90,8 +99,9 @@ def record(kind: str, **fields) -> None:
     if not path:
         return
     import transformers
+    from transformers.trainer_pt_utils import AcceleratorConfig
 
-    patched = POLICY_FIELD in transformers.TrainingArguments.__dataclass_fields__
+    patched = POLICY_KEY in AcceleratorConfig.__dataclass_fields__
     fields = {"kind": kind, **fields, "transformers": transformers.__version__, "patched": patched}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:

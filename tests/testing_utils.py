@@ -2,6 +2,7 @@
 (`AccelerateTestCase`), log capture (`CaptureLogger`), free ports, skips, launches."""
 
 import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
@@ -17,21 +18,23 @@ from accelerate.test_utils.testing import AccelerateTestCase
 from accelerate.utils import is_torch_xla_available
 from transformers import TrainingArguments
 from transformers.testing_utils import CaptureLogger
+from transformers.trainer_pt_utils import AcceleratorConfig
 from transformers.utils import logging
 
-from harness.scenarios import POLICY_FIELD
+from harness.scenarios import POLICY_KEY
 from tpu_demo.config.arguments import LaunchArguments
 from tpu_demo.launch import launch_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
-PATCHED = POLICY_FIELD in TrainingArguments.__dataclass_fields__
+PATCHED = POLICY_KEY in AcceleratorConfig.__dataclass_fields__
 TF_VERSION = tuple(int(part) for part in transformers.__version__.split(".")[:2])
 
 
 def capture_training_args_logs() -> CaptureLogger:
-    """What `TrainingArguments` logs (its logger does not propagate to the root one that pytest captures)."""
-    return CaptureLogger(logging.get_logger("transformers.training_args"))
+    """What `TrainingArguments` and the `Trainer` log (transformers' loggers do not propagate to the root one that
+    pytest captures)."""
+    return CaptureLogger(logging.get_logger("transformers"))
 
 
 @contextlib.contextmanager
@@ -58,15 +61,20 @@ class AccelerateStateTestCase(AccelerateTestCase):
 
 
 def make_training_args(output_dir, policy=None, **kwargs):
-    """Builds `TrainingArguments` with `policy` (the published release has no such field: it always resets)."""
+    """Builds `TrainingArguments` with `policy` as `accelerator_config`'s `existing_state` (the published release has
+    no such key: it always resets)."""
     kwargs.setdefault("report_to", "none")
     if policy is not None and PATCHED:
-        kwargs[POLICY_FIELD] = policy
+        config = kwargs.get("accelerator_config", {})
+        if isinstance(config, AcceleratorConfig):
+            kwargs["accelerator_config"] = dataclasses.replace(config, **{POLICY_KEY: policy})
+        else:
+            kwargs["accelerator_config"] = {**config, POLICY_KEY: policy}
     return TrainingArguments(output_dir=str(output_dir), **kwargs)
 
 
-# the one line the patched release logs when it discards an `Accelerator`'s state (policy `auto`)
-RESET_WARNING = "Resetting the state of an `Accelerator` created before these `TrainingArguments`"
+# the one line the patched release logs when it discards a state it did not create (`existing_state="auto"`)
+RESET_WARNING = "Resetting the existing accelerator state"
 
 
 require_xla = pytest.mark.skipif(not is_torch_xla_available(), reason="needs torch_xla (run `tox -e tpu`)")
@@ -92,7 +100,10 @@ def free_ports(count: int = 1) -> list[int]:
 def launch_env(**extra) -> dict:
     """The environment of a launched program: no variable of the test run's accelerate or pytest-xdist, one thread."""
     env = {k: v for k, v in os.environ.items() if "ACCELERATE" not in k and not k.startswith("PYTEST_")}
-    env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    # the repository first, then whatever put the transformers under test on the path; CPU processes on any host
+    pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", PYTHONPATH=pythonpath)
+    env.update(CUDA_VISIBLE_DEVICES="")
     env.update(extra)
     return env
 

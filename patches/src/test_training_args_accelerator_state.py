@@ -114,10 +114,12 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
 
     def test_trainer_keeps_a_state_equal_to_its_accelerator(self):
         accelerator = Accelerator(cpu=True, mixed_precision="bf16")
+        plugin = accelerator.state.dynamo_plugin
         with capture_logs() as cl:
             trainer = self.make_trainer(bf16=True)
             trainer.train()
         self.assertEqual(cl.out, "")
+        self.assertIs(trainer.accelerator.state.dynamo_plugin, plugin)  # the user's state, not an equal new one
         self.assertEqual(trainer.state.global_step, 2)
         model = accelerator.prepare(RegressionPreTrainedModel(RegressionModelConfig()))
         self.assertEqual(accelerator.mixed_precision, "bf16")

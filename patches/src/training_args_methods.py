@@ -91,7 +91,7 @@ class Trainer:
     def _prepare_accelerator_state(self, accelerator_args: dict) -> bool:
         """Resets an existing accelerator state (e.g. a user's) unless it is what `accelerator_args` set up, which
         accelerate would otherwise ignore or refuse. Returns whether the `Accelerator` creates the state."""
-        from accelerate.state import AcceleratorState
+        from accelerate.state import AcceleratorState, PartialState
         from accelerate.utils import TorchDynamoPlugin
 
         state, policy = AcceleratorState._shared_state, getattr(self.args, "_existing_state", "reset")
@@ -103,13 +103,11 @@ class Trainer:
         differences = [f"`mixed_precision`: `{found}`, not `{wanted}`"] if found != wanted else []
         if state.get("dynamo_plugin") != (accelerator_args.get("dynamo_plugin") or TorchDynamoPlugin()):
             differences.append("`dynamo_plugin`")
-        # plugins hold callables and process groups: a state or arguments with one cannot be shown equal
-        for key in ("deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin", "torch_tp_plugin", "parallelism_config"):
-            state_key = "deepspeed_plugins" if key == "deepspeed_plugin" else key
-            if state.get(state_key) is not None or accelerator_args.get(key) is not None:
-                differences.append(f"`{state_key}`")
-        if accelerator_args.get("deepspeed_plugin") is not None:
-            differences = ["accelerate cannot take a second DeepSpeed plugin"]
+        # any other setting (a plugin, a device mesh) cannot be shown equal: one held or passed is a difference
+        other = state.keys() - PartialState._shared_state.keys() - {"_mixed_precision", "dynamo_plugin"}
+        differences += [f"`{key}`" for key in sorted(other) if state[key] is not None]
+        plugins = ("deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin", "torch_tp_plugin", "parallelism_config")
+        differences += [f"`{key}`" for key in plugins if accelerator_args.get(key) is not None]
         if not differences:
             return False
         differences = "; ".join(differences)

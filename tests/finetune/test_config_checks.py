@@ -40,6 +40,9 @@ CONFLICTS = [
     (["text_dropout=10"], "text_dropout: 10.0 is not a share between 0 and 1"),  # it was accepted
     (["lora_dropout=-0.1"], "lora_dropout: -0.1 is not a share between 0 and 1"),  # PEFT ran without dropout
     (["lora_r=-4"], "lora_r: -4 is not a rank (0: full fine-tuning)"),  # PEFT's traceback
+    (["accelerator_state_policy=reset"], "accelerator_state_policy: now `accelerator_config: {existing_state: auto}`"),
+    (["accelerator_config={split_batches: true}"], "accelerator_config: split_batches: not read by this fine-tuner"),
+    (["accelerator_config=accelerate.json"], "accelerator_config: a mapping here ({existing_state: auto})"),
 ]
 
 

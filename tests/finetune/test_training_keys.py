@@ -39,14 +39,30 @@ def test_a_default_value_is_not_refused(key, value):
     parse(**{key: value})
 
 
+@pytest.mark.parametrize("state", ["auto", "preserve", "reset", "keep"])
+def test_existing_state_reaches_training_arguments(state):
+    from transformers.trainer_pt_utils import AcceleratorConfig
+
+    from tpu_demo.errors import FineTuneError
+
+    if "existing_state" not in AcceleratorConfig.__dataclass_fields__:  # the published release
+        with pytest.raises(FineTuneError, match="existing_state: this transformers has no such setting; .*#40376"):
+            parse(accelerator_config={"existing_state": state})
+    elif state == "keep":
+        with pytest.raises(FineTuneError, match="existing_state: 'keep' is not one of auto, preserve, reset"):
+            parse(accelerator_config={"existing_state": state})
+    else:
+        assert parse(accelerator_config={"existing_state": state}).training.accelerator_config.existing_state == state
+
+
 def test_every_honoured_key_is_read_by_the_program():
     """A key on the honoured list that no module of the fine-tune reads would be accepted and ignored."""
     from tpu_demo.config.arguments import HONOURED_TRAINING_ARGUMENTS
 
     source = "".join(p.read_text() for p in ROOT.joinpath("tpu_demo").rglob("*.py"))
-    # read through another name: the state policy by TrainingArguments itself, warmup by its helper
+    # read through another name: accelerator_config's existing_state by TrainingArguments itself, warmup by its helper
     readers = {
-        "accelerator_state_policy": "config = parse_all(raw)",
+        "accelerator_config": "config = parse_all(raw)",
         "warmup_steps": "args.get_warmup_steps",
         "warmup_ratio": "args.get_warmup_steps",
         "report_to": "trackers(training.report_to)",

@@ -1,7 +1,8 @@
-"""What the comparison does not model resets the state as published, and only an `Accelerator`'s loss is told.
+"""What the comparison cannot show equal resets the state as published, and only a state the user made is told.
 
-The patched release keeps a state only where every key is what these arguments, and a `Trainer` using them, would
-create; a key it does not compare (a plugin a launch or a library set, a key of a future accelerate) is a difference.
+The arguments keep a state whose `PartialState` is the one they set up; the `Trainer` then keeps it only where its
+mixed precision and dynamo plugin are what its `Accelerator` asks for and it holds nothing else: a plugin a launch or
+a library set, a device mesh, a key of a future accelerate is a difference.
 """
 
 import os
@@ -23,10 +24,11 @@ from tests.testing_utils import (
     regression_dataset,
 )
 
-# keys accelerate 1.15 sets on an `AcceleratorState` for DeepSpeed, Megatron-LM, tensor and n-D parallelism, and
-# one it may set in a later release
+# keys accelerate 1.15 sets on an `AcceleratorState` for DeepSpeed, FSDP, Megatron-LM, tensor and n-D parallelism,
+# and one it may set in a later release
 UNMODELLED = [
     ("deepspeed_plugins", {"default": "a DeepSpeedPlugin"}),
+    ("fsdp_plugin", "a FullyShardedDataParallelPlugin"),
     ("megatron_lm_plugin", "a MegatronLMPlugin"),
     ("torch_tp_plugin", "a TorchTensorParallelPlugin"),
     ("device_mesh", "a DeviceMesh"),
@@ -41,32 +43,39 @@ class FailSafeTest(AccelerateStateTestCase):
         AcceleratorState._shared_state[key] = value
         return accelerator
 
+    def trainer(self, policy=None, **kwargs):
+        args = make_training_args(self.output_dir, policy, use_cpu=True, max_steps=1, **kwargs)
+        return Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())
+
     @parameterized.expand(UNMODELLED)
     def test_a_setting_the_comparison_does_not_model_resets_with_one_line(self, key, value):
         accelerator = self.accelerator_with(key, value)
         with capture_training_args_logs() as logged:
-            make_training_args(self.output_dir, None, use_cpu=True)
-        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+            trainer = self.trainer()
+        self.assertIsNone(AcceleratorState._shared_state.get(key))  # a fresh state has none
+        self.assertIs(accelerator.state.dynamo_plugin, trainer.accelerator.state.dynamo_plugin)
         if PATCHED:
             (line,) = logged.out.splitlines()
             self.assertIn(RESET_WARNING, line)
-            self.assertIn(f"`{key}` is `", line)
+            self.assertIn(f"`{key}`", line)
+        self.assertEqual(trainer.train().global_step, 1)
 
     @parameterized.expand(UNMODELLED)
     @bug_on_unpatched
     def test_a_setting_the_comparison_does_not_model_is_named_by_preserve(self, key, value):
         accelerator = self.accelerator_with(key, value)
-        with self.assertRaisesRegex(ValueError, f"`{key}` is `"):
-            make_training_args(self.output_dir, "preserve", use_cpu=True)
+        with self.assertRaisesRegex(ValueError, f"`{key}`"):
+            self.trainer("preserve")
         self.assertEqual(accelerator.state.__dict__[key], value)
 
-    @parameterized.expand([("unset", None, True), ("set", "1", False)])
-    def test_tpu_bf16_downcast_is_compared_with_the_variable(self, _, variable, kept):
-        # on a TPU with bf16, accelerate derives `downcast_bfloat` from ACCELERATE_DOWNCAST_BF16
-        accelerator = self.accelerator_with("downcast_bfloat", False, mixed_precision="bf16")
+    @parameterized.expand([("unset", None), ("set", "1")])
+    def test_tpu_bf16_downcast_is_a_difference(self, _, variable):
+        # on a TPU with bf16, accelerate sets `downcast_bfloat` (from ACCELERATE_DOWNCAST_BF16): not compared, reset
+        accelerator = self.accelerator_with("downcast_bfloat", bool(variable), mixed_precision="bf16")
         with patch.dict(os.environ, {"ACCELERATE_DOWNCAST_BF16": variable} if variable else {}):
-            make_training_args(self.output_dir, None, use_cpu=True, bf16=True)
-        self.assertEqual(hasattr(accelerator.state, "distributed_type"), kept and PATCHED)
+            trainer = self.trainer(bf16=True)
+        self.assertNotIn("downcast_bfloat", AcceleratorState._shared_state)
+        self.assertEqual(accelerator.mixed_precision, trainer.accelerator.mixed_precision)
 
     def test_a_previous_trainers_state_is_replaced_quietly(self):
         # a notebook: the first `Trainer` ran in fp32, the next arguments ask for bf16; the user created no

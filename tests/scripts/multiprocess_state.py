@@ -2,9 +2,9 @@
 
     multiprocess_state.py OUTPUT_DIR POLICY/MODE ...
 
-POLICY is a value of `accelerator_state_policy` (or `default`: unset). MODE `keep` builds the arguments over the live
-state, `end_training` destroys the process group first, `fsdp_launch` builds the Accelerator as `accelerate launch
---use_fsdp --fsdp_version 2` does on GPUs (FSDP from the environment; `fsdp_on_cpu` makes accelerate set it up on CPU
+POLICY is a value of `accelerator_config`'s `existing_state` (or `default`: unset). MODE `keep` builds the arguments
+over the live state, `end_training` destroys the process group first, `fsdp_launch` builds the Accelerator as
+`accelerate launch --use_fsdp --fsdp_version 2` does on GPUs (FSDP from the environment; `fsdp_on_cpu` makes accelerate set it up on CPU
 processes), `fsdp_launch_bf16` the same with `--mixed_precision bf16` and arguments with `bf16=True`, `fsdp1_launch`
 and `fsdp1_launch_bf16` with `--fsdp_version 1` (its plugin looks up a GPU for `sync_module_states`: one is mocked),
 and `fsdp_plugin` passes an FSDP plugin of its own in code. The scenarios run one after the other in
@@ -26,6 +26,7 @@ from fsdp_on_cpu import build_fsdp_on_cpu
 from launched_exit import exit_after_report
 from transformers import TrainingArguments
 from transformers.testing_utils import CaptureLogger
+from transformers.trainer_pt_utils import AcceleratorConfig
 from transformers.utils import logging
 
 
@@ -47,8 +48,8 @@ def gpu_host(mode):
 
 
 def run(output_dir, policy, mode, rebuilds):
-    patched = "accelerator_state_policy" in TrainingArguments.__dataclass_fields__
-    extra = {"accelerator_state_policy": policy} if patched and policy != "default" else {}
+    patched = "existing_state" in AcceleratorConfig.__dataclass_fields__
+    extra = {"accelerator_config": {"existing_state": policy}} if patched and policy != "default" else {}
     AcceleratorState._reset_state(True)
     for variable in ("ACCELERATE_USE_FSDP", "FSDP_VERSION", "ACCELERATE_MIXED_PRECISION"):
         os.environ.pop(variable, None)
@@ -69,7 +70,7 @@ def run(output_dir, policy, mode, rebuilds):
         os.environ["TORCHELASTIC_USE_AGENT_STORE"] = "False"
         os.environ["MASTER_PORT"] = os.environ["REBUILD_PORTS"].split(",")[rebuilds]  # free ones, the test's choice
     error = None
-    with CaptureLogger(logging.get_logger("transformers.training_args")) as logged:
+    with CaptureLogger(logging.get_logger("transformers")) as logged:
         try:
             with gpu_host(mode):
                 TrainingArguments(output_dir=output_dir, report_to="none", **extra)

@@ -396,7 +396,7 @@ ARGUMENT_CLASSES = tuple(part.type for part in dataclasses.fields(FineTuneConfig
 # The `TrainingArguments` fields the fine-tune reads (tpu_demo/training/, tpu_demo/runtime/accelerator.py). Any
 # other one set to a value other than its default is refused by name: nothing is accepted and ignored.
 HONOURED_TRAINING_ARGUMENTS = {
-    "output_dir", "seed", "accelerator_state_policy", "resume_from_checkpoint",
+    "output_dir", "seed", "accelerator_config", "resume_from_checkpoint",
     "per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps",
     "max_steps", "num_train_epochs", "learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon",
     "max_grad_norm", "optim", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio",
@@ -412,6 +412,9 @@ MOVED_TRAINING_ARGUMENTS = {
     "evaluation_strategy": "eval_strategy",
 }
 STRATEGIES = ("no", "steps", "epoch")
+# What `TrainingArguments` do with the Accelerator's state (#40376, the patched release): the one key of
+# `accelerator_config` honoured; the others set up the Trainer's Accelerator, which the fine-tune does not build.
+EXISTING_STATES = ("auto", "preserve", "reset")
 
 
 def numbers_typed(raw: dict) -> dict:

@@ -10,9 +10,11 @@ from types import SimpleNamespace
 
 from accelerate.utils import parse_flag_from_env
 from transformers import TrainingArguments
+from transformers.trainer_pt_utils import AcceleratorConfig
 
 from tpu_demo.config.arguments import (
     ARGUMENT_CLASSES,
+    EXISTING_STATES,
     HONOURED_TRAINING_ARGUMENTS,
     MOVED_TRAINING_ARGUMENTS,
     STRATEGIES,
@@ -161,8 +163,7 @@ def refuse_unknown_keys(raw: dict) -> None:
         )
     if "accelerator_state_policy" in unknown:
         raise FineTuneError(
-            "accelerator_state_policy: this transformers has no such setting; it comes with the fix for "
-            "huggingface/transformers#40376 (install the patched transformers: `tox -e demo`)"
+            "accelerator_state_policy: now `accelerator_config: {existing_state: auto}` (or preserve, reset)"
         )
     if unknown:
         raise FineTuneError(f"unknown config keys: {', '.join(unknown)}{nearest_known(unknown, known)}")
@@ -188,6 +189,29 @@ def refuse_unused_training_arguments(raw: dict) -> None:
     for key in ("eval_strategy", "save_strategy"):
         if str(raw.get(key, "no")) not in STRATEGIES:
             raise FineTuneError(f"{key}: {raw[key]!r} is not one of {', '.join(STRATEGIES)}")
+    refuse_accelerator_config(raw.get("accelerator_config"))
+
+
+def refuse_accelerator_config(given) -> None:
+    """`accelerator_config` is read for its `existing_state` only (what `TrainingArguments` do with the Accelerator's
+    state, #40376); its other keys set up the Trainer's Accelerator, which the fine-tune does not build."""
+    if given is None:
+        return
+    if not isinstance(given, dict):
+        raise FineTuneError(f"accelerator_config: a mapping here ({{existing_state: auto}}), not {given!r}")
+    if others := sorted(set(given) - {"existing_state"}):
+        raise FineTuneError(
+            f"accelerator_config: {', '.join(others)}: not read by this fine-tuner, whose Accelerator follows the "
+            "launch; only existing_state is"
+        )
+    if "existing_state" in given and "existing_state" not in AcceleratorConfig.__dataclass_fields__:
+        raise FineTuneError(
+            "accelerator_config: existing_state: this transformers has no such setting; it comes with the fix for "
+            "huggingface/transformers#40376 (install the patched transformers: `tox -e demo`)"
+        )
+    if given.get("existing_state", "auto") not in EXISTING_STATES:
+        states = ", ".join(EXISTING_STATES)
+        raise FineTuneError(f"accelerator_config: existing_state: {given['existing_state']!r} is not one of {states}")
 
 
 def refuse_settings_while_off(arguments, switch: str, why_off: str) -> None:

@@ -59,8 +59,8 @@ def make_accelerator(raw):
         raise FineTuneError(
             "building TrainingArguments reset the Accelerator's state "
             f"(transformers {transformers.__version__}, huggingface/transformers#40376). Install the patched "
-            "transformers (`tox -e demo` does), or keep `accelerator_state_policy: auto` and make the config's "
-            "settings agree with the Accelerator's."
+            "transformers (`tox -e demo` does) and keep `accelerator_config: {existing_state: auto}` (the default) "
+            "or preserve, not reset."
         )
     training = config.training
     accelerator.gradient_accumulation_steps = training.gradient_accumulation_steps
