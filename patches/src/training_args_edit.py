@@ -24,9 +24,10 @@ class EditError(RuntimeError):
 DOCSTRING_ENTRY = """        existing_state (`str`, *optional*, defaults to `"auto"`):
             What `TrainingArguments` and the `Trainer` do with an accelerator state that exists already, e.g. the
             state of an `Accelerator` created before them. `"auto"` keeps it if it is the state they set up, and
-            otherwise resets it, with one warning unless a previous `Trainer` created it. `"preserve"` keeps it as
-            it is, like `use_configured_state=True`, which also requires a state to exist (and contradicts
-            `"reset"`); a `Trainer` then raises if the state differs from its own. `"reset"` always resets it.
+            otherwise resets it, with one warning unless a previous `Trainer` created it. `"preserve"` keeps it as it
+            is (unless a failed initialization left it incomplete), and a `Trainer` raises if it differs from the
+            state it sets up. `"reset"` always resets it. `use_configured_state=True` takes a state that must exist
+            as it is, and contradicts `"reset"`.
 """
 
 # `_setup_devices` reads (pops) `use_configured_state` from the `AcceleratorConfig`

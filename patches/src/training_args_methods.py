@@ -53,7 +53,8 @@ class TrainingArguments:
         built = PartialState._shared_state
         keys = [key for key in sorted(partial_state.keys() | built.keys()) if partial_state.get(key) != built.get(key)]
         differences = [f"`{key}`: `{partial_state.get(key)}`, not `{built.get(key)}`" for key in keys if key != "_cpu"]
-        if not differences:  # `_cpu` only chose the device, which is compared
+        # `_cpu` only chose the device, which is compared; "preserve" keeps any state a failed try did not leave
+        if not differences or self._existing_state == "preserve" and partial_state.keys() >= built.keys():
             built.update(partial_state)
             AcceleratorState._shared_state.update(accelerator_state)
         elif accelerator_state:
@@ -76,12 +77,10 @@ class TrainingArguments:
         self._existing_state = getattr(self.accelerator_config, "existing_state", "auto")
         if accelerator_state_kwargs["use_configured_state"]:  # noqa: F821
             self._existing_state = "use_configured_state"
-        elif self._existing_state == "preserve" and PartialState._shared_state:
-            accelerator_state_kwargs["use_configured_state"] = True  # noqa: F821
 
         existing_state = dict(PartialState._shared_state), dict(AcceleratorState._shared_state)
 
-        if self._existing_state == "auto":
+        if self._existing_state != "reset":
             self._keep_existing_state(*existing_state)
 
 

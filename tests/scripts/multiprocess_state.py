@@ -4,12 +4,12 @@
 
 POLICY is a value of `accelerator_config`'s `existing_state` (or `default`: unset). MODE `keep` builds the arguments
 over the live state, `end_training` destroys the process group first, `fsdp_launch` builds the Accelerator as
-`accelerate launch --use_fsdp --fsdp_version 2` does on GPUs (FSDP from the environment; `fsdp_on_cpu` makes accelerate set it up on CPU
-processes), `fsdp_launch_bf16` the same with `--mixed_precision bf16` and arguments with `bf16=True`, `fsdp1_launch`
-and `fsdp1_launch_bf16` with `--fsdp_version 1` (its plugin looks up a GPU for `sync_module_states`: one is mocked),
-and `fsdp_plugin` passes an FSDP plugin of its own in code. The scenarios run one after the other in
-the same processes (one launch: the interpreters start once); each begins from no accelerate state, over the process
-group the previous one left.
+`accelerate launch --use_fsdp --fsdp_version 2` does on GPUs (FSDP from the environment; `fsdp_on_cpu` makes
+accelerate set it up on CPU processes), `fsdp_launch_bf16` the same with `--mixed_precision bf16` and arguments with
+`bf16=True`, `fsdp1_launch` and `fsdp1_launch_bf16` with `--fsdp_version 1` (its plugin looks up a GPU for
+`sync_module_states`: one is mocked), and `fsdp_plugin` passes an FSDP plugin of its own in code. The scenarios run
+one after the other in the same processes (one launch: the interpreters start once); each begins from no accelerate
+state, over the process group the previous one left.
 """
 
 import contextlib
