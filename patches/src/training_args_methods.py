@@ -50,10 +50,14 @@ class TrainingArguments:
         """Puts back the state `_setup_devices` reset if its `PartialState` is the one just built (#40376)."""
         if not partial_state or self._is_trainer_accelerator_state(accelerator_state):
             return
-        built = PartialState._shared_state
+        built, skip = PartialState._shared_state, {"_cpu"}  # `_cpu` only chose the device, which is compared
+        if accelerator_state.get("fsdp_plugin") or accelerator_state.get("megatron_lm_plugin"):
+            skip.add("distributed_type")  # which the `AcceleratorState` turned into its own; the `Trainer` compares it
         keys = [key for key in sorted(partial_state.keys() | built.keys()) if partial_state.get(key) != built.get(key)]
-        differences = [f"`{key}`: `{partial_state.get(key)}`, not `{built.get(key)}`" for key in keys if key != "_cpu"]
-        # `_cpu` only chose the device, which is compared; "preserve" keeps any state a failed try did not leave
+        differences = [
+            f"`{key}`: `{partial_state.get(key)}`, not `{built.get(key)}`" for key in keys if key not in skip
+        ]
+        # "preserve" keeps a state that differs, but not one a failed initialization left incomplete
         if not differences or self._existing_state == "preserve" and partial_state.keys() >= built.keys():
             built.update(partial_state)
             AcceleratorState._shared_state.update(accelerator_state)

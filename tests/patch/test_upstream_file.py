@@ -1,27 +1,86 @@
-"""The test file the upstream PR adds passes on the patched release and fails on the published one."""
+"""The tests the upstream PR adds, in upstream's layout: they pass on the patched release and fail on the published
+one where they test the fix; its launched program, #35702's, runs here on CPU processes."""
 
+import importlib.util
+import json
 import subprocess
 import sys
 
-from tests.testing_utils import PATCHED, ROOT, launch_env
+import pytest
 
-UPSTREAM_TEST = ROOT / "patches/src/test_training_args_accelerator_state.py"
+from tests.testing_utils import PATCHED, ROOT, free_ports, launch_env
+from tests.upstream_layout import assemble
+
+IN_PROCESS = "tests/trainer/test_training_args_accelerator_state.py"
+SCRIPT = "tests/trainer/distributed/scripts/accelerator_then_arguments.py"
+CONFIGS = "tests/trainer/distributed/accelerate_configs"
+# what tests the fix fails on the published release; the rest guard sequences the published release gets right
+FIXED = {
+    "test_existing_state_is_kept_0_accelerator",
+    "test_existing_state_is_kept_1_partial_state",
+    "test_state_of_another_partial_state_is_reset_with_one_line",
+    "test_trainer_keeps_a_state_equal_to_its_accelerator",
+    "test_trainer_resets_a_state_that_differs_from_its_accelerator_0_mixed_precision",
+    "test_trainer_resets_a_state_that_differs_from_its_accelerator_1_arguments_mixed_precision",
+    "test_trainer_resets_a_state_that_differs_from_its_accelerator_2_dynamo",
+    "test_reset",
+    "test_preserve",
+    "test_preserve_without_a_state_sets_one_up",
+    "test_existing_state_is_validated_0_dict",
+    "test_existing_state_is_validated_1_json_file",
+    "test_existing_state_is_validated_2_command_line",
+}
 
 
-def test_upstream_test_file(tmp_path):
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "--rootdir", str(tmp_path)]
-    result = subprocess.run([*cmd, str(UPSTREAM_TEST)], env=launch_env(), capture_output=True, text=True, cwd=tmp_path)
+def run_pytest(root, *paths):
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "--rootdir", str(root), *paths]
+    return subprocess.run(cmd, env=launch_env(), capture_output=True, text=True, cwd=root)
+
+
+def test_in_process_file(tmp_path):
+    result = run_pytest(assemble(tmp_path), IN_PROCESS)
     summary = result.stdout.splitlines()[-1]
+    failed = {line.split(" - ")[0].rsplit("::", 1)[-1] for line in result.stdout.splitlines() if line[:7] == "FAILED "}
     if PATCHED:
         assert result.returncode == 0, result.stdout[-4000:]
         assert "passed" in summary and "failed" not in summary
         cases = int(summary.split(" passed")[0].split()[-1])
         assert f"{cases} cases" in (ROOT / "docs/PULL_REQUEST.md").read_text(), summary
     else:
-        assert result.returncode == 1, result.stdout[-4000:]
-        failed = {
-            line.split(" - ")[0].rsplit("::", 1)[-1]
-            for line in result.stdout.splitlines()
-            if line.startswith("FAILED ")
-        }
-        assert {"test_matching_state_0_accelerator", "test_accelerator_survives_trainer"} <= failed
+        assert failed == FIXED, result.stdout[-4000:]
+
+
+def test_distributed_file_is_marked_for_several_accelerators(tmp_path):
+    # upstream runs it on multi-GPU runners; on a host without two accelerators every case skips with that reason
+    result = run_pytest(assemble(tmp_path), "tests/trainer/distributed/test_trainer_distributed_accelerator_state.py")
+    assert result.returncode == 0, result.stdout[-4000:]
+    skipped = [line for line in result.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert skipped and all("multiple accelerators" in line for line in skipped), skipped
+
+
+@pytest.mark.parametrize("config, num_processes", [("ddp", 2), ("deepspeed_zero2", 1), ("deepspeed_zero3", 1)])
+def test_the_launched_program_on_cpu_processes(tmp_path, config, num_processes):
+    if config.startswith("deepspeed") and importlib.util.find_spec("deepspeed") is None:
+        pytest.skip("needs deepspeed (tox's patched and unpatched envs build it)")
+    # a CPU-only host's `accelerate launch`: the PR's config files with CPU processes (gloo), one per process for
+    # DeepSpeed (with several, a plain `Accelerator()` on CPU counts one process per rank: DeepSpeed's batch check
+    # fails, published or patched)
+    root = assemble(tmp_path / "tree")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(root / CONFIGS / f"{config}.yaml")]
+    cmd += ["--num_processes", str(num_processes), "--main_process_port", str(free_ports()[0])]
+    cmd += [str(root / SCRIPT), "--output_dir", str(out), "--report_to", "none", "--max_steps", "3"]
+    cmd += ["--save_strategy", "no", "--per_device_train_batch_size", "2", "--ddp_backend", "gloo"]
+    # `ACCELERATE_USE_CPU`: what a GPU host's plain `Accelerator()` finds by itself, one device per process
+    env = launch_env(PYTHONPATH=f"{root}:{launch_env()['PYTHONPATH']}", ACCELERATE_USE_CPU="true")
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for rank in range(num_processes):
+        report = json.loads((out / f"rank{rank}.json").read_text())
+        assert report["global_step"] == 3 and report["distributed_type"] in ("MULTI_CPU", "DEEPSPEED"), report
+        assert report["kept_by_arguments"] == PATCHED, report
+        if config == "ddp" or not PATCHED:
+            assert report["reset_lines"] == [], report
+        else:  # the `Trainer`'s DeepSpeed plugin: said once, on every rank
+            (line,) = report["reset_lines"]
+            assert "accelerate cannot take a second DeepSpeed plugin" in line, line

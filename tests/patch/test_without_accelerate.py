@@ -3,17 +3,17 @@
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-UPSTREAM_TEST = Path(__file__).resolve().parents[2] / "patches/src/test_training_args_accelerator_state.py"
+from tests.upstream_layout import assemble
 
 
 @pytest.mark.skipif(importlib.util.find_spec("accelerate") is not None, reason="accelerate is installed here")
 def test_upstream_file_skips_without_accelerate(tmp_path):
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "--rootdir", str(tmp_path)]
-    result = subprocess.run([*cmd, str(UPSTREAM_TEST)], capture_output=True, text=True, cwd=tmp_path)
+    cmd += ["tests/trainer/test_training_args_accelerator_state.py", "tests/trainer/distributed"]
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=assemble(tmp_path))
     summary = result.stdout.splitlines()[-1]
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "skipped" in summary and "passed" not in summary and "error" not in summary, summary

@@ -34,7 +34,7 @@ if order == "accelerator_first":
     # a CPU-only host: gloo, named (else accelerate counts one process per rank and DeepSpeed's batch check fails)
     accelerator = Accelerator(kwargs_handlers=[InitProcessGroupKwargs(backend="gloo")])
     kind = accelerator.distributed_type.value
-with CaptureLogger(logging.get_logger("transformers.training_args")) as logged:
+with CaptureLogger(logging.get_logger("transformers")) as logged:  # the arguments' and the `Trainer`'s lines
     args = TrainingArguments(
         output_dir=output_dir,
         report_to="none",
@@ -45,19 +45,20 @@ with CaptureLogger(logging.get_logger("transformers.training_args")) as logged:
         bf16=bf16,
         use_cpu=bf16,  # bf16 arguments on a CPU-only host need it
     )
-report = {"rank": args.process_index, "logged": logged.out.splitlines()}
-if accelerator is not None:
-    report.update(type=kind, kept=hasattr(accelerator.state, "distributed_type"))
-set_seed(0)  # the same initial weights and data order in both programs, whatever ran before
-try:
-    trainer = Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())
-    result = trainer.train()
-    state = trainer.accelerator.state
-    report["trained"] = (
-        f"{result.global_step} steps/{type(trainer.model_wrapped).__name__}/{state.distributed_type.value}/"
-        f"{state.mixed_precision}/loss {result.training_loss:.6f}"
-    )
-except Exception as error:  # the outcome is what is compared
-    report["trained"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+    report = {"rank": args.process_index}
+    if accelerator is not None:
+        report.update(type=kind, kept=hasattr(accelerator.state, "distributed_type"))
+    set_seed(0)  # the same initial weights and data order in both programs, whatever ran before
+    try:
+        trainer = Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())
+        result = trainer.train()
+        state = trainer.accelerator.state
+        report["trained"] = (
+            f"{result.global_step} steps/{type(trainer.model_wrapped).__name__}/{state.distributed_type.value}/"
+            f"{state.mixed_precision}/loss {result.training_loss:.6f}"
+        )
+    except Exception as error:  # the outcome is what is compared
+        report["trained"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+report["logged"] = [line for line in logged.out.splitlines() if "accelerator state" in line]
 Path(output_dir, f"rank{report['rank']}.json").write_text(json.dumps(report))
 exit_after_report()
