@@ -13,6 +13,7 @@
 # limitations under the License.
 import json
 import os
+import unittest
 from unittest.mock import patch
 
 from parameterized import parameterized
@@ -33,13 +34,15 @@ if is_torch_available():
     import torch
 
     from tests.trainer.trainer_test_utils import (
+        RegressionDataset,
         RegressionModelConfig,
         RegressionPreTrainedModel,
         get_regression_trainer,
     )
+    from transformers import Trainer
 
 if is_accelerate_available():
-    from accelerate import Accelerator, PartialState
+    from accelerate import Accelerator, PartialState, notebook_launcher
     from accelerate.utils import DistributedType
 
 
@@ -125,6 +128,16 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(accelerator.mixed_precision, "bf16")
         self.assertIsNotNone(model)
 
+    def test_a_kept_state_stays_its_accelerators(self):
+        # What changes on purpose: after the arguments keep an `Accelerator`'s state, accelerate refuses another
+        # precision for it and `notebook_launcher` refuses to launch, as they do without transformers
+        Accelerator(cpu=True)
+        self.make_args()
+        with self.assertRaisesRegex(ValueError, "already been initialized"):
+            Accelerator(cpu=True, mixed_precision="bf16")
+        with self.assertRaisesRegex(ValueError, "the `Accelerator` should only be initialized"):
+            notebook_launcher(print, num_processes=2)
+
     def test_state_of_a_previous_trainer_is_replaced_quietly(self):
         # A notebook: a `Trainer` trains, the next cell builds the same arguments and then its own `Accelerator`
         self.make_trainer().train()
@@ -191,17 +204,32 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
                 else:
                     self.make_args(accelerator_config=config)
 
-    @parameterized.expand([("no_state",), ("after_a_failed_try",)])
-    def test_fresh_init(self, before):
+    @parameterized.expand([("no_state", "auto"), ("after_a_failed_try", "auto"), ("after_a_failed_try", "preserve")])
+    def test_fresh_init(self, before, existing_state):
         if before == "after_a_failed_try":
             # a stray `LOCAL_RANK` makes the initialization raise after storing part of the state
             with patch.dict(os.environ, {"LOCAL_RANK": "0"}), self.assertRaises(ValueError):
                 TrainingArguments(self.get_auto_remove_tmp_dir(), report_to="none")
         with capture_logs() as cl:
-            args = self.make_args()
+            config = {} if existing_state == "auto" else {"accelerator_config": {"existing_state": existing_state}}
+            args = self.make_args(**config)
         self.assertEqual(args.device.type, "cpu")
         self.assertEqual(PartialState().num_processes, 1)
         self.assertEqual(cl.out, "")
+
+    @unittest.skipUnless(hasattr(Trainer, "_build_accelerator_args"), "the `Trainer` builds its arguments inline")
+    def test_trainer_compares_what_a_subclass_passes(self):
+        class BF16Trainer(Trainer):
+            def _build_accelerator_args(self, **kwargs):
+                return {**super()._build_accelerator_args(**kwargs), "mixed_precision": "bf16"}
+
+        Accelerator(cpu=True)
+        args = self.make_args(max_steps=2)
+        model = RegressionPreTrainedModel(RegressionModelConfig())
+        with capture_logs() as cl:
+            trainer = BF16Trainer(model, args, train_dataset=RegressionDataset())
+        self.assertIn("`mixed_precision`: `no`, not `bf16`", cl.out)
+        self.assertEqual(trainer.accelerator.mixed_precision, "bf16")
 
     def test_gradient_state_is_shared_by_the_process(self):
         # The `Trainer` accumulates gradients itself and sets accelerate's process-wide `GradientState` to 1 step:

@@ -92,8 +92,7 @@ class Trainer:
     """What the fix adds to the `Trainer`: a check, and the statements around its `Accelerator`."""
 
     def _prepare_accelerator_state(self, accelerator_args: dict) -> bool:
-        """Resets an existing accelerator state (e.g. a user's) unless it is what `accelerator_args` set up, which
-        accelerate would otherwise ignore or refuse. Returns whether the `Accelerator` creates the state."""
+        """Resets a state other than what `accelerator_args` set up (accelerate would ignore them); `True` if none."""
         from accelerate.state import AcceleratorState, PartialState
         from accelerate.utils import TorchDynamoPlugin
 
