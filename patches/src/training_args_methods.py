@@ -67,12 +67,6 @@ class TrainingArguments:
                 f"set up: {'; '.join(differences)}."
             )
 
-    def _reset_accelerator_state(self):
-        """Resets the accelerator state and sets the devices up again, as new arguments would."""
-        AcceleratorState._reset_state(reset_partial_state=True)
-        self.__dict__.pop("_setup_devices", None)
-        return self._setup_devices
-
     def _setup_devices(self):
         # the statements the fix adds to the release's `_setup_devices`, in order: after it reads (and pops)
         # `use_configured_state`, before it resets the state, and after it builds the fresh `PartialState`
@@ -110,6 +104,8 @@ class Trainer:
         differences += [f"`{key}`" for key in sorted(other) if state[key] is not None]
         plugins = ("deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin", "torch_tp_plugin", "parallelism_config")
         differences += [f"`{key}`" for key in plugins if accelerator_args.get(key) is not None]
+        if accelerator_args.get("deepspeed_plugin") is not None:  # whatever else differs
+            differences = ["accelerate cannot take a second DeepSpeed plugin"]
         if not differences:
             return False
         differences = "; ".join(differences)
@@ -122,7 +118,9 @@ class Trainer:
             logger.warning(
                 f"Resetting the existing accelerator state, which differs from this `Trainer`'s: {differences}."
             )
-        self.args._reset_accelerator_state()
+        AcceleratorState._reset_state(reset_partial_state=True)
+        self.args.__dict__.pop("_setup_devices", None)  # the devices set up again, as by new arguments
+        _ = self.args._setup_devices
         return True
 
     def create_accelerator_and_postprocess(self, args):

@@ -7,7 +7,9 @@ import subprocess
 import sys
 
 import pytest
+import transformers
 
+from harness.pins import newest
 from tests.testing_utils import PATCHED, ROOT, free_ports, launch_env
 from tests.upstream_layout import assemble
 
@@ -47,8 +49,9 @@ def test_in_process_file(tmp_path):
     if PATCHED:
         assert result.returncode == 0, result.stdout[-4000:]
         assert "passed" in summary and "failed" not in summary
-        cases = int(summary.split(" passed")[0].split()[-1])
-        assert f"{cases} cases" in (ROOT / "docs/PULL_REQUEST.md").read_text(), summary
+        if transformers.__version__ == newest():  # the figure the PR states (older releases skip a 5.x case)
+            cases = int(summary.split(" passed")[0].split()[-1])
+            assert f"{cases} cases" in (ROOT / "docs/PULL_REQUEST.md").read_text(), summary
     else:
         assert failed == FIXED, result.stdout[-4000:]
 
