@@ -185,6 +185,13 @@ def classify_launched(program: str, step: int, mine: str, theirs: str) -> str:
     if mine.startswith(REFUSED_LAUNCH) and any(s.strip().startswith("Accelerator(") for s in parent):
         # the parent's `Accelerator` survived the arguments, and accelerate refuses to launch while one exists
         return "deliberate"
+    if not mine.startswith("ok") and not theirs.startswith("ok"):
+        return "fails on both"  # not a working program either way (e.g. DeepSpeed's batch check on CPU, unnamed gloo)
+    steps = [s.strip() for s in program.replace("|", ";").split(";")]
+    trains = step < len(steps) and steps[step] == "train" and mine.startswith("ok") and theirs.startswith("ok")
+    if trains and "/DEEPSPEED/" in mine and "/DEEPSPEED/" not in theirs:
+        # a state made after the arguments: the published `Trainer` dropped its own DeepSpeed plugin over it
+        return "deliberate"
     return "REGRESSION"
 
 
@@ -265,10 +272,11 @@ def main(argv=None) -> int:
 
 
 def summary(what: str, count: int, differences: list[dict]) -> str:
-    kinds = {kind: sum(d["kind"] == kind for d in differences) for kind in ("fix", "deliberate", "REGRESSION")}
+    kinds = {d["kind"]: sum(e["kind"] == d["kind"] for e in differences) for d in differences}
     return (
-        f"{what}: {count - len(differences)} identical, {kinds['fix']} fixed (#40376), "
-        f"{kinds['deliberate']} deliberate, {kinds['REGRESSION']} regressions"
+        f"{what}: {count - len(differences)} identical, {kinds.get('fix', 0)} fixed (#40376), "
+        f"{kinds.get('deliberate', 0)} deliberate, {kinds.get('fails on both', 0)} failing on both (differently), "
+        f"{kinds.get('REGRESSION', 0)} regressions"
     )
 
 

@@ -78,9 +78,13 @@ def run_step(step, scope, output_dir):
             return describe(made)
         return made.distributed_type.value
     if step in ARGUMENTS:
-        policy = {"accelerator_config": {"existing_state": scope["policy"]}} if "policy" in scope else {}
+        kwargs = dict(ARGUMENTS[step])
+        # beside the step's own `accelerator_config` keys; `use_configured_state` answers the question itself (with
+        # "reset" it is refused, a request the published release cannot be given)
+        if "policy" in scope and step != "args(configured)":
+            kwargs["accelerator_config"] = {**kwargs.get("accelerator_config", {}), "existing_state": scope["policy"]}
         scope["args"] = TrainingArguments(
-            output_dir=output_dir, report_to="none", max_steps=1, disable_tqdm=True, **ARGUMENTS[step], **policy
+            output_dir=output_dir, report_to="none", max_steps=1, disable_tqdm=True, **kwargs
         )
         return str(scope["args"].device.type)
     if step == "policy(reset)":  # later arguments ask for it; the published release has no such field: it resets

@@ -46,14 +46,17 @@ def state_when_the_trainer_builds_its_accelerator(args, tp_size) -> dict:
 
 @pytest.mark.skipif(TF_VERSION < (4, 52), reason="a Trainer reads the model's tensor parallelism from 4.52")
 class TensorParallelModelTest(AccelerateStateTestCase):
+    def cpu_arguments(self):
+        return make_training_args(self.output_dir, use_cpu=True)  # the state's device on any host
+
     def test_a_kept_state_is_not_used_for_a_tensor_parallel_model(self):
         Accelerator(cpu=True)
-        state, passed = state_when_the_trainer_builds_its_accelerator(make_training_args(self.output_dir), 2)
+        state, passed = state_when_the_trainer_builds_its_accelerator(self.cpu_arguments(), 2)
         self.assertTrue({"torch_tp_plugin", "parallelism_config"} & set(passed))  # what the Trainer passes
         self.assertEqual(state, {})  # the fresh state that takes it
 
     @bug_on_unpatched
     def test_a_model_without_tensor_parallelism_keeps_it(self):
         accelerator = Accelerator(cpu=True)
-        state, _ = state_when_the_trainer_builds_its_accelerator(make_training_args(self.output_dir), None)
+        state, _ = state_when_the_trainer_builds_its_accelerator(self.cpu_arguments(), None)
         self.assertIs(state.get("dynamo_plugin"), accelerator.state.dynamo_plugin)
