@@ -182,7 +182,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(args.device.type, "cpu")
         self.assertEqual(PartialState().num_processes, 1)
 
-    def test_use_configured_state_is_preserve_for_a_state_that_must_exist(self):
+    def test_use_configured_state_takes_a_state_as_it_is(self):
         with self.assertRaisesRegex(ValueError, "requires a pre-configured"):
             self.make_args(accelerator_config={"use_configured_state": True})
         accelerator = Accelerator(cpu=True)

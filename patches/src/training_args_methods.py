@@ -22,7 +22,7 @@ class AcceleratorConfig:
         metadata={
             "help": "What to do with an accelerator state that exists already, e.g. an `Accelerator`'s: keep it if"
             " it is what the `TrainingArguments` and the `Trainer` set up (`auto`), keep it as it is (`preserve`), or"
-            " reset it (`reset`). `use_configured_state=True` is `preserve` for a state that must exist."
+            " reset it (`reset`). `use_configured_state=True` takes a state that must exist as it is."
         },
     )
 
