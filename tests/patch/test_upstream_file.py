@@ -10,7 +10,7 @@ import pytest
 import transformers
 
 from harness.pins import newest
-from tests.testing_utils import PATCHED, ROOT, free_ports, launch_env
+from tests.testing_utils import PATCHED, ROOT, SCRIPTS, free_ports, launch_env
 from tests.upstream_layout import assemble
 
 IN_PROCESS = "tests/trainer/test_training_args_accelerator_state.py"
@@ -75,7 +75,8 @@ def test_the_launched_program_on_cpu_processes(tmp_path, config, num_processes):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(root / CONFIGS / f"{config}.yaml")]
     cmd += ["--num_processes", str(num_processes), "--main_process_port", str(free_ports()[0])]
-    cmd += [str(root / SCRIPT), "--output_dir", str(out), "--report_to", "none", "--max_steps", "3"]
+    cmd += [str(SCRIPTS / "run_and_exit.py"), str(root / SCRIPT), "--output_dir", str(out), "--report_to", "none"]
+    cmd += ["--max_steps", "3"]
     cmd += ["--save_strategy", "no", "--per_device_train_batch_size", "2", "--ddp_backend", "gloo"]
     # `ACCELERATE_USE_CPU`: what a GPU host's plain `Accelerator()` finds by itself, one device per process
     env = launch_env(PYTHONPATH=f"{root}:{launch_env()['PYTHONPATH']}", ACCELERATE_USE_CPU="true")

@@ -40,3 +40,4 @@ report = {
 }
 with open(os.path.join(args.output_dir, f"rank{args.process_index}.json"), "w", encoding="utf-8") as f:
     json.dump(report, f)
+accelerator.end_training()  # the process group goes before the interpreter: its threads would abort the exit
