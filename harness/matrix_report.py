@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.docs import replace_section
-from harness.pins import ROOT, load_pins
+from harness.pins import ROOT, committed_series, load_pins, newest
 from harness.scenarios import ARGUMENT_VARIANTS, DEFAULT, POLICIES, POLICY_KEY, all_scenarios, load, promised
 
 TOTAL = len(all_scenarios())
@@ -45,6 +45,9 @@ def as_promised(env: dict, device: str, patched: bool) -> int:
 
 
 def render(table) -> str:
+    for release in committed_series():  # a release the matrix runs and no log tells of yet: a row of dashes
+        table.setdefault((release, "cpu"), {})
+    table.setdefault((newest(), "xla"), {})
     order = {version: i for i, version in enumerate(load_pins())}
     keys = sorted(table, key=lambda key: (order.get(key[0], len(order)), key[0], key[1] != "cpu", key[1]))
     lines = [
@@ -54,7 +57,8 @@ def render(table) -> str:
         "every pinned release). `suite`: pytest's result in the env. `as promised`: scenarios whose state came out as",
         f"the patched `{POLICY_KEY}` promises, out of {TOTAL} (tests/patch/test_state_preservation.py: four ways to",
         "make the state x five sets of arguments x the four policies). `bug`: scenarios where the published release",
-        "discards a state the patch keeps. `applied`: the patched env installed the release with the series.",
+        "discards a state the patch keeps. `applied`: the patched env installed the release with the series. `–`: no",
+        "log of that env since the series last changed (`tox -m matrix` runs them all; CI runs the default envs).",
         "",
         "| release | device | suite patched | suite published | as promised (patched) | bug (published) | applied |",
         "|---|---|---|---|---|---|---|",

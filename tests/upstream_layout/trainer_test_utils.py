@@ -75,3 +75,11 @@ def get_regression_trainer(
     )
     trainer.model_accepts_loss_kwargs = False
     return trainer
+
+
+class SampleIterableDataset(torch.utils.data.IterableDataset):
+    def __init__(self, a=2, b=3, length=64, seed=42, label_names=None):
+        self.dataset = RegressionDataset(a=a, b=b, length=length, seed=seed, label_names=label_names)
+
+    def __iter__(self):
+        yield from (self.dataset[i] for i in range(len(self.dataset)))
