@@ -64,7 +64,9 @@ def test_distributed_file_is_marked_for_several_accelerators(tmp_path):
     assert skipped and all("multiple accelerators" in line for line in skipped), skipped
 
 
-@pytest.mark.parametrize("config, num_processes", [("ddp", 2), ("deepspeed_zero2", 1), ("deepspeed_zero3", 1)])
+@pytest.mark.parametrize(
+    "config, num_processes", [("ddp", 2), ("fsdp2", 2), ("deepspeed_zero2", 1), ("deepspeed_zero3", 1)]
+)
 def test_the_launched_program_on_cpu_processes(tmp_path, config, num_processes):
     if config.startswith("deepspeed") and importlib.util.find_spec("deepspeed") is None:
         pytest.skip("needs deepspeed (tox's patched and unpatched envs build it)")
@@ -84,10 +86,10 @@ def test_the_launched_program_on_cpu_processes(tmp_path, config, num_processes):
     assert result.returncode == 0, result.stderr[-3000:]
     for rank in range(num_processes):
         report = json.loads((out / f"rank{rank}.json").read_text())
-        assert report["global_step"] == 3 and report["distributed_type"] in ("MULTI_CPU", "DEEPSPEED"), report
+        assert report["global_step"] == 3 and report["distributed_type"] in ("MULTI_CPU", "FSDP", "DEEPSPEED"), report
         assert report["kept_by_arguments"] == PATCHED, report
         if config == "ddp" or not PATCHED:
             assert report["reset_lines"] == [], report
-        else:  # the `Trainer`'s DeepSpeed plugin: said once, on every rank
+        else:  # the `Trainer`'s plugin: said once, on every rank
             (line,) = report["reset_lines"]
-            assert "accelerate cannot take a second DeepSpeed plugin" in line, line
+            assert ("`fsdp_plugin`" if config == "fsdp2" else "a second DeepSpeed plugin") in line, line

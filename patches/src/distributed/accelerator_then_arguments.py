@@ -18,10 +18,10 @@ state, its steps, and the reset lines it logged."""
 import json
 import os
 
+import torch
 from accelerate import Accelerator
-from tests.trainer.trainer_test_utils import RegressionDataset, RegressionModelConfig, RegressionPreTrainedModel
 
-from transformers import HfArgumentParser, Trainer, TrainingArguments
+from transformers import HfArgumentParser, LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
 from transformers.testing_utils import CaptureLogger
 from transformers.utils import logging
 
@@ -30,7 +30,13 @@ accelerator = Accelerator()
 with CaptureLogger(logging.get_logger("transformers")) as cl:
     (args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
     kept = hasattr(accelerator.state, "distributed_type")
-    trainer = Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+    # a tiny model from its config: layers FSDP and DeepSpeed can shard, no download
+    config = LlamaConfig(
+        vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2
+    )
+    tokens = torch.randint(0, config.vocab_size, (32, 8), generator=torch.Generator().manual_seed(0))
+    dataset = [{"input_ids": ids, "labels": ids} for ids in tokens]
+    trainer = Trainer(LlamaForCausalLM(config), args, train_dataset=dataset)
     result = trainer.train()
 report = {
     "kept_by_arguments": kept,
