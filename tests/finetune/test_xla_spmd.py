@@ -37,7 +37,9 @@ def test_four_devices_train_what_one_device_trains_on_their_global_batch(tmp_pat
     assert_ok(run_demo(four, *RUN, "per_device_train_batch_size=2", f"sharding={sharding}", env=FOUR_DEVICES))
 
     assert losses_by_step(four) == pytest.approx(losses_by_step(one), rel=1e-5)
-    assert eval_losses(four) == pytest.approx(eval_losses(one), rel=1e-5)
+    # bf16 evaluation sums in another order over 4 devices of 2 than over 1 of 8: up to 2.3e-5 apart on an AMD EPYC
+    # host with the AVX2 cap (measured with this and the previous series alike); a wrong split is far beyond
+    assert eval_losses(four) == pytest.approx(eval_losses(one), rel=5e-5)
     final = summary(four)
     assert final["compute_dtype"] == "bfloat16" and final["eval_samples"] == 13
     spmd = final["spmd"]
