@@ -94,10 +94,10 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
 
     @require_torch_accelerator
     def test_accelerator_state_then_cpu_arguments(self):
-        accelerator = Accelerator()
+        device = Accelerator().device
         with capture_logs() as cl:
             trainer = self.make_trainer()
-        self.assertIn(f"`device`: `{accelerator.device}`, not `cpu`", cl.out)
+        self.assertIn(f"`device`: `{device}`, not `cpu`", cl.out)
         self.assertEqual(len(state_lines(cl)), 1)
         trainer.train()
         self.assertEqual(trainer.accelerator.device.type, "cpu")
