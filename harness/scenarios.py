@@ -15,6 +15,13 @@ POLICIES = ("auto", "preserve", "reset")
 DEFAULT = "default"  # the key left unset: its default (`auto`), as most programs run
 
 
+def is_patched() -> bool:
+    """Whether the installed transformers carries the series (its `AcceleratorConfig` has the switch)."""
+    from transformers.trainer_pt_utils import AcceleratorConfig
+
+    return POLICY_KEY in AcceleratorConfig.__dataclass_fields__
+
+
 def _accelerator():
     from accelerate import Accelerator
 
@@ -99,10 +106,8 @@ def record(kind: str, **fields) -> None:
     if not path:
         return
     import transformers
-    from transformers.trainer_pt_utils import AcceleratorConfig
 
-    patched = POLICY_KEY in AcceleratorConfig.__dataclass_fields__
-    fields = {"kind": kind, **fields, "transformers": transformers.__version__, "patched": patched}
+    fields = {"kind": kind, **fields, "transformers": transformers.__version__, "patched": is_patched()}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         f.write(json.dumps(fields) + "\n")

@@ -21,13 +21,13 @@ from transformers.testing_utils import CaptureLogger
 from transformers.trainer_pt_utils import AcceleratorConfig
 from transformers.utils import logging
 
-from harness.scenarios import POLICY_KEY
+from harness.scenarios import POLICY_KEY, is_patched
 from tpu_demo.config.arguments import LaunchArguments
 from tpu_demo.launch import launch_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
-PATCHED = POLICY_KEY in AcceleratorConfig.__dataclass_fields__
+PATCHED = is_patched()
 TF_VERSION = tuple(int(part) for part in transformers.__version__.split(".")[:2])
 
 

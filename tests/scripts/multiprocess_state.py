@@ -26,8 +26,9 @@ from fsdp_on_cpu import build_fsdp_on_cpu
 from launched_exit import exit_after_report
 from transformers import TrainingArguments
 from transformers.testing_utils import CaptureLogger
-from transformers.trainer_pt_utils import AcceleratorConfig
 from transformers.utils import logging
+
+from harness.scenarios import is_patched
 
 
 def describe(accelerator):
@@ -48,7 +49,7 @@ def gpu_host(mode):
 
 
 def run(output_dir, policy, mode, rebuilds):
-    patched = "existing_state" in AcceleratorConfig.__dataclass_fields__
+    patched = is_patched()
     extra = {"accelerator_config": {"existing_state": policy}} if patched and policy != "default" else {}
     AcceleratorState._reset_state(True)
     for variable in ("ACCELERATE_USE_FSDP", "FSDP_VERSION", "ACCELERATE_MIXED_PRECISION"):
