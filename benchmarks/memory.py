@@ -110,10 +110,10 @@ def memory_step(mode: str, layers: tuple, shape: tuple, attention: str | None = 
     from accelerate.utils import DistributedType
     from transformers import DiaForConditionalGeneration
 
+    from tpu_demo.compat import dtype_keyword
     from tpu_demo.config.arguments import LoraArguments
     from tpu_demo.model.dia import dia_1_6b_config
     from tpu_demo.model.lora import wrap
-    from tpu_demo.runtime.compat import dtype_keyword
     from tpu_demo.training.loss import CodebookLoss
     from tpu_demo.training.optimization import init_optimizer_state, make_optimizer
 

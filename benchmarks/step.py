@@ -1,156 +1,169 @@
-"""The fine-tune's step: Accelerate (the program's `train_step`) against a plain PyTorch loop.
+"""The fine-tune's loop against its bare step, and against a plain PyTorch step, at two model sizes.
 
-    python -m benchmarks.step [--steps 150] [--warmup 30] [--rounds 3]
+    python -m benchmarks.step [--sizes 64x2 512x4] [--steps 60] [--warmup 10] [--rounds 3] [--workers 0 2]
 
-Each loop runs in its own process (so peak memory is its own) over the same tiny Dia and the same batches. Prints
-steady-state step time, samples/s, peak RSS and, on XLA, compilations after warm-up and device-to-host transfers per
-step, also for `xla-naive`: the loop without what the program does for XLA.
+Each run is its own process over a tiny Dia (random weights, `hidden x layers`) and the synthetic set:
+- `plain`: PyTorch alone (forward, backward, clipping, AdamW) on batches collated before timing;
+- `step`: the program's `train_step` under Accelerate on the same ready batches: the bare step;
+- `loop W`: the recipe itself (`DiaFineTune.train()`: loader, collation with W `dataloader_num_workers`, the step,
+  the logging sums, the XLA counters), its time per step read from its own `step_seconds` log after warm-up.
+Prints the time per step of each and the loop's overhead over the bare step (target: within 5% where the step
+dominates), and on XLA the compilations after warm-up and device-to-host transfers per step.
 """
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
 from tpu_demo.cli import refuse_unsupported_transformers
 
+BATCH_SIZE = 8
+ROOT = Path(__file__).resolve().parents[1]
 
-def batches(data_dir, batch_size, count, seed=0):
+
+def ready_batches(data_dir, count: int, seed: int = 0) -> list[dict]:
     from tpu_demo.data.codes import CodesDataset, DiaCollator, write_synthetic
     from tpu_demo.model.dia import DELAY_PATTERN
 
-    dataset = CodesDataset(write_synthetic(data_dir, 64, seed=seed))
-    collate = DiaCollator(DELAY_PATTERN, 48, 24, text_dropout=0.0, seed=seed)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, collate_fn=collate, drop_last=True)
+    dataset = CodesDataset(write_synthetic(data_dir, 96, seed=seed))
+    collate = DiaCollator(DELAY_PATTERN, 48, 24, text_dropout=0.1, seed=seed)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH_SIZE, collate_fn=collate, drop_last=True)
     out = []
     while len(out) < count:
         out.extend(loader)
     return out[:count]
 
 
-def run_loop(mode: str, steps: int, warmup: int, batch_size: int) -> dict:
-    """`plain`: PyTorch alone; `accelerate`: the program's `train_step` and model; `xla-naive` (XLA only): the same
-    without what the program does for XLA (sdpa attention with its host-side mask checks instead of the static mask,
-    the batch's index tensor kept on the device every step), to show what that care saves."""
+def bare_step(mode: str, steps: int, warmup: int, hidden: int, layers: int) -> dict:
+    """`plain` or `step` on batches collated (and moved to the device) before timing."""
     from accelerate import Accelerator
     from accelerate.utils import DistributedType, set_seed
-    from transformers import DiaForConditionalGeneration, get_scheduler
+    from transformers import DiaForConditionalGeneration
 
     from tpu_demo.model.dia import register_static_mask_attention, tiny_config
     from tpu_demo.runtime.xla_counters import counts
+    from tpu_demo.training.loop import train_step
     from tpu_demo.training.loss import MODEL_INPUTS, CodebookLoss
-    from tpu_demo.training.optimization import init_optimizer_state
-    from tpu_demo.training.recipe import train_step
 
     set_seed(0)
-    torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
-        data = batches(tmp, batch_size, warmup + steps)
-    accelerator = Accelerator() if mode != "plain" else None
+        data = ready_batches(tmp, warmup + steps)
+    accelerator = Accelerator() if mode == "step" else None
     on_xla = accelerator is not None and accelerator.distributed_type == DistributedType.XLA
-    options = {"attn_implementation": register_static_mask_attention()} if on_xla and mode == "accelerate" else {}
-    model = DiaForConditionalGeneration._from_config(tiny_config(), **options)
-    loss_fn = CodebookLoss(model.config.decoder_config.num_channels)  # uniform weights: the model's own loss
+    options = {"attn_implementation": register_static_mask_attention()} if on_xla else {}
+    model = DiaForConditionalGeneration._from_config(tiny_config(hidden, layers), **options)
+    loss_fn = CodebookLoss(model.config.decoder_config.num_channels, [4.0] + [1.0] * 8)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    scheduler = get_scheduler("constant", optimizer)
-    kept_on_device = []
     if accelerator is not None:
-        model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-        init_optimizer_state(optimizer.optimizer)
-        data = [{k: torch.as_tensor(v).to(accelerator.device) for k, v in b.items()} for b in data]
+        model, optimizer = accelerator.prepare(model, optimizer)
+        data = [{k: v.to(accelerator.device) if torch.is_tensor(v) else v for k, v in b.items()} for b in data]
     times, at_warmup = [], None
     for i, batch in enumerate(data):
         start = time.perf_counter()
         if accelerator is not None:
-            loss, _ = train_step(accelerator, model, batch, optimizer, scheduler, 1.0, loss_fn)
-            if mode == "xla-naive":
-                kept_on_device.append(batch["index"])
+            train_step(accelerator, model, batch, optimizer, None, 1.0, loss_fn, sync=True)
             if on_xla:
                 import torch_xla.core.xla_model as xm
 
                 xm.mark_step()
                 xm.wait_device_ops()
         else:
-            loss = model(**{k: batch[k] for k in MODEL_INPUTS}).loss
+            loss = loss_fn(model(**{k: batch[k] for k in MODEL_INPUTS if k != "labels"}).logits, batch["labels"])
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            scheduler.step()
             optimizer.zero_grad()
         times.append(time.perf_counter() - start)
         if i == warmup - 1 and on_xla:
             at_warmup = counts()
-    steady = times[warmup:]
-    result = {
-        "mode": mode,
-        "device": str(accelerator.device) if accelerator else "cpu",
-        "step_ms_median": 1000 * statistics.median(steady),
-        "samples_per_s": batch_size / statistics.median(steady),
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
+    result = {"step_ms": 1000 * statistics.mean(times[warmup:])}
     if at_warmup is not None:
         now = counts()
-        result["compilations_after_warmup"] = now[0] - at_warmup[0]
-        result["transfers_per_step"] = (now[1] - at_warmup[1]) / steps
-    result["final_loss"] = float(loss.detach().cpu())
+        result |= {
+            "compilations_after_warmup": now[0] - at_warmup[0],
+            "transfers_per_step": (now[1] - at_warmup[1]) / steps,
+        }
     return result
 
 
-def loop_comparison(args) -> int:
-    """The Accelerate loop against the plain one (and on XLA against `xla-naive`), each in its own process,
-    alternating `rounds` times; medians printed."""
-    from accelerate.utils import is_torch_xla_available
+def recipe_loop(steps: int, warmup: int, hidden: int, layers: int, workers: int) -> dict:
+    """The recipe's own loop; its time per step from the `step_seconds` it logs, after the warm-up's windows."""
+    from tpu_demo.config.load import load_raw
+    from tpu_demo.training.recipe import DiaFineTune
 
-    runs = {"plain": [], "accelerate": []}
-    if is_torch_xla_available():
-        runs["xla-naive"] = []
-    for _ in range(args.rounds):
-        for mode in runs:
-            cmd = [sys.executable, "-m", "benchmarks.step", "--mode", mode, "--steps", str(args.steps)]
-            cmd += ["--warmup", str(args.warmup), "--batch-size", str(args.batch_size)]
-            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            runs[mode].append(json.loads(out.strip().splitlines()[-1]))
-    summary = {}
-    for mode, results in runs.items():
-        numbers = [key for key, value in results[0].items() if isinstance(value, float | int)]
-        summary[mode] = {key: statistics.median(result[key] for result in results) for key in numbers}
-        summary[mode]["device"] = results[0]["device"]
-    overhead = summary["accelerate"]["step_ms_median"] / summary["plain"]["step_ms_median"] - 1
-    print(f"{'loop':<19}{'device':<8}{'step ms':>9}{'samples/s':>11}{'peak RSS MB':>13}{'compiled':>10}{'to host':>9}")
-    for mode, s in summary.items():
-        xla = ""
-        if "compilations_after_warmup" in s:
-            xla = f"{s['compilations_after_warmup']:>10.0f}{s['transfers_per_step']:>9.2f}"
-        print(
-            f"{mode:<19}{s['device']:<8}{s['step_ms_median']:>9.2f}{s['samples_per_s']:>11.1f}"
-            f"{s['peak_rss_mb']:>13.0f}{xla}"
-        )
-    if "xla-naive" in summary:
-        print("compiled: XLA graphs compiled after warm-up; to host: device-to-host transfers per step (target: 0, 0)")
-    else:
-        print(f"Accelerate step time vs plain loop: {overhead:+.1%} (target: within +5% on eager CPU)")
+    log_every = 5
+    with tempfile.TemporaryDirectory() as tmp:
+        overrides = [
+            f"output_dir={tmp}/run", f"tiny_hidden_size={hidden}", f"tiny_layers={layers}", "optim=adamw_torch",
+            f"max_steps={warmup + steps}", f"logging_steps={log_every}", "eval_strategy=no", "save_strategy=no",
+            "eval_samples=0", "warmup_steps=0", f"per_device_train_batch_size={BATCH_SIZE}", "report_to=none",
+            f"dataloader_num_workers={workers}", "codebook_weights=[4, 1, 1, 1, 1, 1, 1, 1, 1]",
+        ]  # fmt: skip
+        run = DiaFineTune(load_raw(ROOT / "tpu_demo/configs/tiny.yaml", overrides))
+        run.setup()
+        run.train()
+        run.cleanup()
+        logged = [json.loads(line) for line in Path(tmp, "run/metrics.jsonl").read_text().splitlines()]
+    windows = [m for m in logged if "step_seconds" in m and m["step"] > warmup]
+    result = {"step_ms": 1000 * statistics.mean(m["step_seconds"] for m in windows)}
+    if windows and windows[-1].get("compilations") is not None:
+        result["compilations_after_warmup"] = windows[-1]["compilations"] - windows[0]["compilations"]
+    return result
+
+
+def compare(args) -> int:
+    rows = []
+    for size in args.sizes:
+        hidden, layers = (int(n) for n in size.split("x"))
+        modes = ["plain", "step", *(f"loop {w}" for w in args.workers)]
+        runs = {mode: [] for mode in modes}
+        for _ in range(args.rounds):  # alternating, so a slower moment of the machine falls on every mode
+            for mode in modes:
+                command = [sys.executable, "-m", "benchmarks.step", "--mode", mode, "--sizes", size]
+                command += ["--steps", str(args.steps), "--warmup", str(args.warmup)]
+                out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+                runs[mode].append(json.loads(out.strip().splitlines()[-1]))
+        step_ms = statistics.median(r["step_ms"] for r in runs["step"])
+        for mode, results in runs.items():
+            ms = statistics.median(r["step_ms"] for r in results)
+            xla = results[0].get("compilations_after_warmup")
+            rows.append((size, mode, ms, ms / step_ms - 1, xla, results[0].get("transfers_per_step")))
+    print(f"{'size':<8}{'run':<9}{'ms/step':>9}{'vs step':>9}{'compiled':>10}{'to host':>9}")
+    for size, mode, ms, over, compiled, transfers in rows:
+        xla = f"{compiled:>10}{'' if transfers is None else f'{transfers:.2f}':>9}" if compiled is not None else ""
+        print(f"{size:<8}{mode:<9}{ms:>9.1f}{over:>+9.1%}{xla}")
+    print(f"batch {BATCH_SIZE} synthetic clips; medians of {args.rounds} runs, each the mean of {args.steps} steps")
+    print("vs step: the loop's overhead over the bare step (target: within +5% where the step dominates)")
     return 0
 
 
 def main(argv=None) -> int:
     refuse_unsupported_transformers()
     parser = argparse.ArgumentParser(prog="benchmarks.step", description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=150)
-    parser.add_argument("--warmup", type=int, default=30)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each loop; medians reported")
-    parser.add_argument("--mode", choices=["plain", "accelerate", "xla-naive"], help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", nargs="+", default=["64x2", "512x4"], help="model sizes, hidden x layers")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each mode; medians reported")
+    parser.add_argument("--workers", type=int, nargs="+", default=[0, 2], help="dataloader_num_workers of the loop")
+    parser.add_argument("--mode", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.mode:
-        print(json.dumps(run_loop(args.mode, args.steps, args.warmup, args.batch_size)))
+        torch.set_num_threads(1)
+        hidden, layers = (int(n) for n in args.sizes[0].split("x"))
+        if args.mode.startswith("loop"):
+            result = recipe_loop(args.steps, args.warmup, hidden, layers, int(args.mode.split()[1]))
+        else:
+            result = bare_step(args.mode, args.steps, args.warmup, hidden, layers)
+        print(json.dumps(result))
         return 0
-    return loop_comparison(args)
+    return compare(args)
 
 
 if __name__ == "__main__":

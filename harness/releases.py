@@ -19,7 +19,7 @@ def factor(version: str) -> str:
 
 
 def without_dia() -> list[str]:
-    from tpu_demo.runtime.compat import FIRST_SUPPORTED
+    from tpu_demo.compat import FIRST_SUPPORTED
 
     return [v for v in committed_series() if version_key(v) < version_key(FIRST_SUPPORTED)]
 

@@ -28,7 +28,7 @@ def fail(error) -> NoReturn:
 def refuse_unsupported_transformers() -> None:
     """Every command's first step: a transformers the fine-tuner cannot run on ends it in one line, before the
     command imports what that release lacks (Dia)."""
-    from tpu_demo.runtime.compat import unsupported_transformers
+    from tpu_demo.compat import unsupported_transformers
 
     if reason := unsupported_transformers():
         fail(reason)

@@ -1,6 +1,6 @@
 """The package's one exception. Each command's `main()` turns it into its exit message; library code only raises."""
 
-from tpu_demo.runtime.compat import LOAD_ERRORS  # noqa: F401 (what from_pretrained raises differs per release line)
+from tpu_demo.compat import LOAD_ERRORS  # noqa: F401 (what from_pretrained raises differs per release line)
 
 
 class FineTuneError(Exception):

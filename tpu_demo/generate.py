@@ -16,17 +16,17 @@ import torch
 
 from tpu_demo.cli import fail, refuse_unsupported_transformers, say
 from tpu_demo.config.arguments import check_sampling
+from tpu_demo.config.prompts import check_prompts
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.samples import (
     DIA_SAMPLING,
-    check_prompts,
     generate_checked,
     generation_device,
     generation_settings,
     write_wav,
 )
+from tpu_demo.outputs import settings_path
 from tpu_demo.training.checkpoint import read_sharded_weights, sharded_checkpoint
-from tpu_demo.training.outputs import settings_path
 
 UNKNOWN_RUN_FRAMES = 1720  # the default without the run's settings: 20 s at the 44.1 kHz DAC's 86 frames per second
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tpu_demo.cli import fail
 from tpu_demo.errors import FineTuneError
-from tpu_demo.training.outputs import sample_path
+from tpu_demo.outputs import sample_path
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 CURVES = (("loss", "training loss"), ("eval_loss", "evaluation loss"), ("eval_cer", "held-out CER"),

@@ -13,6 +13,7 @@ from safetensors.torch import save_file
 from tests.testing_utils import require_dia
 from tpu_demo.errors import FineTuneError
 from tpu_demo.model.lora import ADAPTER_WEIGHTS
+from tpu_demo.outputs import checkpoint_dir, step_dirs
 from tpu_demo.training.checkpoint import (
     CHECKSUMS,
     load_checkpoint,
@@ -23,7 +24,6 @@ from tpu_demo.training.checkpoint import (
     save_final,
     verify_checkpoint,
 )
-from tpu_demo.training.outputs import checkpoint_dir, step_dirs
 
 pytestmark = require_dia
 

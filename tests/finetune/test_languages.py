@@ -44,8 +44,8 @@ def test_bytes_per_character_and_cut_transcripts_per_language():
 
 def test_english_is_not_tagged_in_training_texts_nor_in_sample_prompts():
     # Dia learned English without a tag, and texts given to generate carry none: an [en] would be news to it
+    from tpu_demo.config.prompts import prompt_text
     from tpu_demo.data.audio import ManifestRow
-    from tpu_demo.evaluation.samples import prompt_text
 
     languages = ["en", "en-GB", "EN_us", "english", "de", None]
     prompts = [ManifestRow(1, Path("1.wav"), "[S1] Hi.", language=language).prompt for language in languages]

@@ -133,8 +133,8 @@ def test_generate_speaks_at_most_as_long_as_the_run_trained_unless_told(speaker_
 def test_prompt_longer_than_the_text_length_is_named():
     from transformers import DiaTokenizer
 
+    from tpu_demo.config.prompts import check_prompts
     from tpu_demo.errors import FineTuneError
-    from tpu_demo.evaluation.samples import check_prompts
 
     with pytest.raises(FineTuneError, match="prompt 2 is 30 tokens, longer than max_text_tokens 20"):
         check_prompts(["short", {"text": "x" * 30}], DiaTokenizer(), 20)

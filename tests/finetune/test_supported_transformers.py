@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.testing_utils import ROOT, TF_VERSION, launch_env
-from tpu_demo.runtime.compat import FIRST_SUPPORTED
+from tpu_demo.compat import FIRST_SUPPORTED
 
 ENTRY_POINTS = [
     "tpu_demo.launch",

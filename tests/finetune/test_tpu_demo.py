@@ -165,18 +165,26 @@ RESUME_RUN = ["max_steps=14", "logging_steps=1", "eval_strategy=no", "save_strat
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    """The run the interrupted ones must match: the data order does not depend on how a resume skips batches."""
-    straight = tmp_path_factory.mktemp("uninterrupted")
-    assert_ok(run_demo(straight, *RESUME_RUN, launcher=False))
-    return straight
+    """The runs the interrupted ones must match, one per sampling order: the data order does not depend on how a
+    resume skips batches."""
+    runs = {}
+
+    def run(sampling):
+        if sampling not in runs:
+            runs[sampling] = tmp_path_factory.mktemp("uninterrupted")
+            assert_ok(run_demo(runs[sampling], *RESUME_RUN, f"train_sampling_strategy={sampling}", launcher=False))
+        return runs[sampling]
+
+    return run
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+@pytest.mark.parametrize("sampling", ["random", "group_by_length"])
 @pytest.mark.parametrize("stateful", [True, False], ids=["stateful_dataloader", "skip_first_batches"])
 @pytest.mark.parametrize("stop", [6, 10], ids=["mid_epoch", "epoch_end"])
-def test_interrupted_run_resumes_exactly(uninterrupted, tmp_path, stateful, stop):
+def test_interrupted_run_resumes_exactly(uninterrupted, tmp_path, stateful, stop, sampling):
     resumed = tmp_path / "resumed"
-    common = [*RESUME_RUN, f"stateful_dataloader={stateful}"]
+    common = [*RESUME_RUN, f"stateful_dataloader={stateful}", f"train_sampling_strategy={sampling}"]
     # 10 steps per epoch: interrupted mid-epoch or on an epoch's last batch, resumed across the epoch boundary.
     assert_ok(run_demo(resumed, *common, f"stop_after_steps={stop}", launcher=False))
     assert summary(resumed)["interrupted"] and not (resumed / "final").exists()
@@ -184,8 +192,8 @@ def test_interrupted_run_resumes_exactly(uninterrupted, tmp_path, stateful, stop
         run_demo(resumed, *common, f"resume_from_checkpoint={resumed / f'checkpoints/step-{stop}'}", launcher=False)
     )
 
-    assert losses_by_step(resumed) == losses_by_step(uninterrupted)
-    assert_same_weights(uninterrupted / "final", resumed / "final")
+    assert losses_by_step(resumed) == losses_by_step(uninterrupted(sampling))
+    assert_same_weights(uninterrupted(sampling) / "final", resumed / "final")
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly

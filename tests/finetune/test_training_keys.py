@@ -71,6 +71,8 @@ def test_every_honoured_key_is_read_by_the_program():
         "torch_compile": 'raw.get("torch_compile")',  # for the Accelerator, made before TrainingArguments
         "gradient_checkpointing": 'getattr(args, "gradient_checkpointing"',
         "activation_checkpointing": 'getattr(args, "activation_checkpointing"',
+        "group_by_length": 'getattr(args, "group_by_length"',
+        "train_sampling_strategy": 'getattr(args, "train_sampling_strategy"',
     }
     unread = [key for key in HONOURED_TRAINING_ARGUMENTS if readers.get(key, f"args.{key}") not in source]
     assert not unread

@@ -64,6 +64,7 @@ XLA_RUN = (
     "save_steps=4",
     "logging_steps=2",
 )
+FIXED_SHAPE = "length_buckets=1"  # every batch at the maxima: one graph per kind of step
 
 
 @require_xla
@@ -71,9 +72,9 @@ XLA_RUN = (
 def test_fine_tune_on_xla_resumes_exactly_without_recompiling(tmp_path):
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     samples = [f"codec={tiny_codec(tmp_path / 'codec')}", 'sample_prompts=["[S1] Hello."]', "sample_every=4"]
-    assert_ok(run_demo(straight, *XLA_RUN, *samples))
-    assert_ok(run_demo(resumed, *XLA_RUN, *samples, "stop_after_steps=6"))
-    assert_ok(run_demo(resumed, *XLA_RUN, *samples, "resume_from_checkpoint=latest"))
+    assert_ok(run_demo(straight, *XLA_RUN, FIXED_SHAPE, *samples))
+    assert_ok(run_demo(resumed, *XLA_RUN, FIXED_SHAPE, *samples, "stop_after_steps=6"))
+    assert_ok(run_demo(resumed, *XLA_RUN, FIXED_SHAPE, *samples, "resume_from_checkpoint=latest"))
 
     final = summary(straight)
     assert final["distributed_type"] == "DistributedType.XLA" and final["device"].startswith("xla")
@@ -96,6 +97,29 @@ def test_fine_tune_on_xla_resumes_exactly_without_recompiling(tmp_path):
         assert xla["train"]["transfers_later"] == len([s for s in later_steps if s % 2 == 0]) > 0, xla
     assert summary(straight)["xla"]["save"]["calls"] == 3
     assert summary(straight)["samples"] == ["samples/step-4", "samples/step-8", "samples/step-12"]
+
+
+@require_xla
+@require_dia
+def test_length_buckets_compile_each_shape_once_and_resume_exactly(tmp_path):
+    """The default on XLA: batches padded to one of 4 shapes, in the length-grouped order. Each shape's graphs compile
+    when it first comes, never again, at most 4 shapes; a resumed run draws the same batches."""
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    run = (*XLA_RUN, "train_sampling_strategy=group_by_length", "max_steps=16")
+    assert_ok(run_demo(straight, *run))
+    assert_ok(run_demo(resumed, *run, "stop_after_steps=6"))
+    assert_ok(run_demo(resumed, *run, "resume_from_checkpoint=latest"))
+    assert losses_by_step(resumed) == losses_by_step(straight)
+    assert_same_weights(straight / "final", resumed / "final")
+    for out in (straight, resumed):
+        xla = summary(out)["xla"]
+        shapes = xla["train"]["shapes"]
+        assert 1 < len(shapes) <= 4, shapes  # synthetic clips of 6-15 frames fall in more than one of them
+        assert xla["train"]["compilations_later"] == 0, xla
+        assert all(s["compilations_later"] == 0 for s in shapes.values()), shapes
+        assert xla["eval"]["compilations_later"] == 0, xla
+    padded = [m["padding_share"] for m in metrics(straight) if "padding_share" in m]
+    assert padded and max(padded) < 0.5, padded
 
 
 @require_xla

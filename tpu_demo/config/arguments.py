@@ -127,8 +127,25 @@ class DataArguments(CheckedChoices):
     )
     synthetic_samples: int = field(default=96, metadata={"help": "how many samples `dataset: synthetic` makes"})
     eval_samples: int = field(default=13, metadata={"help": "samples held out for evaluation, drawn with the seed"})
-    max_text_tokens: int = field(default=48, metadata={"help": "text is padded/truncated to this length"})
-    max_audio_frames: int = field(default=24, metadata={"help": "audio codes are padded/truncated to this length"})
+    max_text_tokens: int = field(
+        default=48,
+        metadata={"help": "text tokens a sample may have (a longer transcript is cut, or dropped from a manifest)"},
+    )
+    max_audio_frames: int = field(
+        default=24,
+        metadata={"help": "audio frames a sample may have (longer audio: too_long); the largest batch shape"},
+    )
+    length_buckets: int | None = field(
+        default=None,
+        metadata={
+            "help": "0: each batch padded to its longest text and audio (rounded up to pad_to_multiple_of); N: to the "
+            "smallest of N fixed shapes that holds them, shape k being k/N of max_text_tokens and max_audio_frames "
+            "(XLA compiles one graph per shape); 1: every batch at the maxima. Default: 4 on XLA, 0 elsewhere"
+        },
+    )
+    pad_to_multiple_of: int = field(
+        default=8, metadata={"help": "a batch's padded text and audio lengths are multiples of this (1: exact)"}
+    )
     text_dropout: float = field(default=0.1, metadata={"help": "chance to drop the text (classifier-free guidance)"})
     stateful_dataloader: bool = field(
         default=True, metadata={"help": "resume mid-epoch through torchdata's StatefulDataLoader when installed"}
@@ -160,6 +177,10 @@ class DataArguments(CheckedChoices):
             raise FineTuneError("audio_prompt_max_frames: needed with audio_prompts (the frames a prompt may have)")
         if self.audio_prompt_max_frames and not self.audio_prompts:
             raise FineTuneError("audio_prompt_max_frames: set, but audio_prompts is 0")
+        if self.length_buckets is not None and self.length_buckets < 0:
+            raise FineTuneError(f"length_buckets: {self.length_buckets} is not 0 (the longest of each batch) or more")
+        if self.pad_to_multiple_of < 1:
+            raise FineTuneError(f"pad_to_multiple_of: {self.pad_to_multiple_of} is not 1 or more")
 
 
 @dataclass
@@ -403,6 +424,7 @@ HONOURED_TRAINING_ARGUMENTS = {
     "logging_steps", "eval_strategy", "eval_steps", "save_strategy", "save_steps", "save_total_limit", "report_to",
     "dataloader_num_workers", "dataloader_pin_memory", "gradient_checkpointing", "activation_checkpointing",
     "torch_compile", "load_best_model_at_end", "metric_for_best_model", "greater_is_better",
+    "group_by_length", "train_sampling_strategy",  # 4.x's and 5.x's key for the same: whichever the release has
 }  # fmt: skip
 # Settings that belong to another key here.
 MOVED_TRAINING_ARGUMENTS = {
@@ -412,6 +434,7 @@ MOVED_TRAINING_ARGUMENTS = {
     "evaluation_strategy": "eval_strategy",
 }
 STRATEGIES = ("no", "steps", "epoch")
+SAMPLING = ("random", "sequential", "group_by_length")  # the train_sampling_strategy values applied
 # What `TrainingArguments` do with the Accelerator's state (#40376, the patched release): the one key of
 # `accelerator_config` honoured; the others set up the Trainer's Accelerator, which the fine-tune does not build.
 EXISTING_STATES = ("auto", "preserve", "reset")

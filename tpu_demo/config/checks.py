@@ -17,12 +17,14 @@ from tpu_demo.config.arguments import (
     EXISTING_STATES,
     HONOURED_TRAINING_ARGUMENTS,
     MOVED_TRAINING_ARGUMENTS,
+    SAMPLING,
     STRATEGIES,
     FineTuneConfig,
     field_default,
     is_default,
     numbers_typed,
 )
+from tpu_demo.config.prompts import check_prompts
 from tpu_demo.errors import FineTuneError
 
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adafactor", "sgd")
@@ -96,8 +98,6 @@ def refuse_sample_conflicts(samples, data) -> None:
     if not data.codec:
         raise FineTuneError("sample_prompts: needs `codec` (the DacModel that turns generated codes into audio)")
     from transformers import DiaTokenizer  # Dia's byte tokenizer: no file to read
-
-    from tpu_demo.evaluation.samples import check_prompts
 
     check_prompts(samples.sample_prompts, DiaTokenizer(), data.max_text_tokens)
 
@@ -189,6 +189,9 @@ def refuse_unused_training_arguments(raw: dict) -> None:
     for key in ("eval_strategy", "save_strategy"):
         if str(raw.get(key, "no")) not in STRATEGIES:
             raise FineTuneError(f"{key}: {raw[key]!r} is not one of {', '.join(STRATEGIES)}")
+    if str(raw.get("train_sampling_strategy", "random")) not in SAMPLING:
+        given = raw["train_sampling_strategy"]
+        raise FineTuneError(f"train_sampling_strategy: {given!r} is not one of {', '.join(SAMPLING)} here")
     refuse_accelerator_config(raw.get("accelerator_config"))
 
 
@@ -265,3 +268,10 @@ def trackers(report_to) -> list[str]:
             f"installed trackers: {', '.join(available) or 'none'}"
         )
     return names
+
+
+def train_sampling(args) -> str:
+    """The order training draws samples in (`SAMPLING`), from whichever key the release's `TrainingArguments` has."""
+    if getattr(args, "group_by_length", False):
+        return "group_by_length"
+    return str(getattr(args, "train_sampling_strategy", "random"))

@@ -5,6 +5,7 @@ import os
 import yaml
 from transformers import HfArgumentParser
 
+from tpu_demo.compat import sampling_key
 from tpu_demo.config.arguments import ARGUMENT_CLASSES, DataArguments, FineTuneConfig, LaunchArguments, numbers_typed
 from tpu_demo.config.checks import check_config
 from tpu_demo.errors import FineTuneError
@@ -42,7 +43,7 @@ def load_raw(path, overrides=()) -> dict:
                           ("sharding", "no"), ("distributed_type", "NO")):  # fmt: skip
         if raw.get(key) is False:
             raw[key] = spelling
-    return raw
+    return sampling_key(raw)
 
 
 def parse_launch(raw: dict) -> LaunchArguments:

@@ -1,4 +1,4 @@
-"""Dia audio codes for training, a deterministic synthetic set, and fixed-shape batches.
+"""Dia audio codes for training, a deterministic synthetic set, and batches padded to what they hold.
 
 Codes come from a manifest of recordings (encoded once by `tpu_demo.data.audio`), or from a folder of pre-computed
 codes: `metadata.jsonl` (one `{"file": ..., "text": ...}` per line) and, per sample, a `.pt` LongTensor of shape
@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from transformers import DiaProcessor, DiaTokenizer
 
+from tpu_demo.data.batching import BatchLengths
 from tpu_demo.errors import FineTuneError
 from tpu_demo.model.tokens import AUDIO_BOS, AUDIO_EOS, AUDIO_PAD, CODEBOOK_SIZE, IGNORED_LABEL
 
@@ -85,7 +86,8 @@ class CodesDataset(torch.utils.data.Dataset):
 
 
 class DiaCollator:
-    """Builds fixed-shape Dia batches with `DiaProcessor`'s delay helpers (every batch compiles to one XLA graph).
+    """Builds Dia batches with `DiaProcessor`'s delay helpers, padded to the lengths `BatchLengths` gives (on XLA a
+    fixed set of them, each compiling to one graph).
 
     Each sample as `DiaProcessor(text, audio, output_labels=True)` builds one from audio (BOS, the codes, EOS, delayed
     per channel; labels the next delayed frame with BOS/PAD set to -100), padded on the right with PAD to one length.
@@ -94,12 +96,15 @@ class DiaCollator:
     """
 
     def __init__(self, delay_pattern, max_text_tokens: int, max_audio_frames: int, text_dropout: float, seed: int,
-                 prompts=None):  # fmt: skip
-        """`prompts`: an `AudioPrompts` that precedes training clips with another clip of their speaker."""
+                 prompts=None, multiple: int = 8, buckets: int = 0):  # fmt: skip
+        """`prompts`: an `AudioPrompts` that precedes training clips with another clip of their speaker. `multiple`,
+        `buckets`: the lengths a batch is padded to (`BatchLengths`; `buckets` 1: always the maxima)."""
         self.tokenizer = DiaTokenizer()
         self.delay_pattern = list(delay_pattern)
         self.max_text_tokens = max_text_tokens
         self.max_audio_frames = max_audio_frames
+        prompt_frames = prompts.max_frames if prompts else 0
+        self.lengths = BatchLengths(max_text_tokens, prompt_frames + max_audio_frames, multiple, buckets)
         self.text_dropout = text_dropout
         self.seed = seed
         self.epoch = 0
@@ -127,21 +132,21 @@ class DiaCollator:
         texts = ["" if self.drop_text(s["index"]) else s["text"] for s in samples]
         prompts = [self.prompt_for(s, t) if self.prompts else None for s, t in zip(samples, texts, strict=True)]
         texts = [t if p is None else p[1] for t, p in zip(texts, prompts, strict=True)]
-        text = self.tokenizer(
-            texts, padding="max_length", truncation=True, max_length=self.max_text_tokens, return_tensors="pt"
-        )
+        text = self.tokenizer(texts, truncation=True, max_length=self.max_text_tokens)
         num_channels = len(self.delay_pattern)
         max_delay = max(self.delay_pattern)
-        prompt_frames = self.prompts.max_frames if self.prompts else 0
-        length = prompt_frames + self.max_audio_frames + 2  # BOS + [prompt] + codes + EOS
+        clips = []  # each row's frames: [prompt] + codes
+        for sample, prompt in zip(samples, prompts, strict=True):
+            codes = sample["codes"][: self.max_audio_frames, :num_channels]
+            clips.append(codes if prompt is None else torch.cat([prompt[0][:, :num_channels], codes]))
+        text_tokens = [len(ids) for ids in text["input_ids"]]
+        text_length, frames = self.lengths(max(text_tokens), max(len(codes) for codes in clips))
+        text = self.tokenizer.pad(text, padding="max_length", max_length=text_length, return_tensors="pt")
+        length = frames + 2  # BOS + [prompt] + codes + EOS
         audio = torch.full((len(samples), length + max_delay, num_channels), AUDIO_PAD, dtype=torch.long)
         mask = torch.zeros((len(samples), length + max_delay), dtype=torch.long)
-        prompted = [0] * len(samples)  # frames of each row's prompt
-        for row, (sample, prompt) in enumerate(zip(samples, prompts, strict=True)):
-            codes = sample["codes"][: self.max_audio_frames, :num_channels]
-            if prompt is not None:
-                prompted[row] = len(prompt[0])
-                codes = torch.cat([prompt[0][:, :num_channels], codes])
+        prompted = [0 if prompt is None else len(prompt[0]) for prompt in prompts]  # frames of each row's prompt
+        for row, codes in enumerate(clips):
             audio[row, 0] = AUDIO_BOS
             audio[row, 1 : len(codes) + 1] = codes
             audio[row, len(codes) + 1] = AUDIO_EOS
@@ -155,9 +160,9 @@ class DiaCollator:
         )
         labels = delayed[:, 1:].clone()
         labels = torch.where((labels == AUDIO_PAD) | (labels == AUDIO_BOS), IGNORED_LABEL, labels)
-        for row, frames in enumerate(prompted):
+        for row, given in enumerate(prompted):
             for channel, delay in enumerate(self.delay_pattern):  # label t of a channel is frame t + 1 - delay
-                labels[row, delay : frames + delay, channel] = IGNORED_LABEL  # the prompt is given, not learnt
+                labels[row, delay : given + delay, channel] = IGNORED_LABEL  # the prompt is given, not learnt
         return {
             "input_ids": text["input_ids"],
             "attention_mask": text["attention_mask"],
@@ -167,6 +172,9 @@ class DiaCollator:
             "labels": labels.transpose(1, 2).reshape(len(samples) * num_channels, -1).long().contiguous(),
             "index": [s["index"] for s in samples],  # host ints: device loaders pass them through untouched
             "prompted": [int(frames > 0) for frames in prompted],
+            # what the rows hold, for the compute a step did on them (host ints, as `index`)
+            "text_tokens": text_tokens,
+            "audio_frames": [len(codes) for codes in clips],
         }
 
 

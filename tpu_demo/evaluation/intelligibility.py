@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
+from tpu_demo.compat import LOAD_ERRORS
 from tpu_demo.errors import FineTuneError, hub_unreachable, require_folder
 from tpu_demo.model.tokens import TEXT_TAGS
-from tpu_demo.runtime.compat import LOAD_ERRORS
 
 PUNCTUATION = re.compile(r"[^\w\s']")
 

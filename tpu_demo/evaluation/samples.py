@@ -10,31 +10,15 @@ from pathlib import Path
 import torch
 
 from tpu_demo.config.arguments import check_sampling
-from tpu_demo.errors import FineTuneError
+from tpu_demo.config.prompts import prompt_text
 from tpu_demo.evaluation.intelligibility import error_rates
 from tpu_demo.evaluation.sample_health import limit_frames, sample_health
-from tpu_demo.model.tokens import AUDIO_BOS, AUDIO_PAD, CODEBOOK_SIZE, with_language
+from tpu_demo.model.tokens import AUDIO_BOS, AUDIO_PAD, CODEBOOK_SIZE
+from tpu_demo.outputs import prompt_name, sample_path
 from tpu_demo.runtime.spmd import host_copy
-from tpu_demo.training.outputs import prompt_name, sample_path
 
 # What Dia's published generation config (nari-labs/Dia-1.6B-0626) uses; a model's own generation config wins.
 DIA_SAMPLING = {"guidance_scale": 3.0, "temperature": 1.8, "top_p": 0.90, "top_k": 45}
-
-
-def prompt_text(item) -> str:
-    """A prompt is a text, or a mapping with `text` and optional `speaker` (S1, S2) and `language` (a `[xx]` tag, as
-    training puts before its texts: none for English)."""
-    if isinstance(item, str):
-        return item
-    if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-        raise FineTuneError(f"sample_prompts: {item!r} is neither a text nor a mapping with `text`")
-    unknown = set(item) - {"text", "speaker", "language"}
-    if unknown:
-        raise FineTuneError(f"sample_prompts: {item!r} has unknown keys {', '.join(sorted(unknown))}")
-    text = item["text"]
-    if item.get("speaker") and not text.lstrip().startswith("["):
-        text = f"[{item['speaker']}] {text}"
-    return with_language(text, item.get("language"))
 
 
 def generation_settings(model, overrides: dict) -> dict:
@@ -52,18 +36,6 @@ def generation_settings(model, overrides: dict) -> dict:
             ("temperature", "top_p", "top_k")
         )
     return settings
-
-
-def check_prompts(prompts, tokenizer, max_text_tokens: int) -> list[str]:
-    texts = [prompt_text(item) for item in prompts]
-    for number, text in enumerate(texts, 1):
-        length = len(tokenizer(text)["input_ids"])
-        if length > max_text_tokens:
-            raise FineTuneError(
-                f"sample_prompts: prompt {number} is {length} tokens, longer than max_text_tokens {max_text_tokens}: "
-                f"{text[:60]!r}"
-            )
-    return texts
 
 
 def generation_device():

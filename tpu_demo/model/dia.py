@@ -4,9 +4,9 @@ import torch
 from transformers import DacConfig, DiaConfig, DiaForConditionalGeneration
 from transformers.models.dia.configuration_dia import DiaDecoderConfig, DiaEncoderConfig
 
+from tpu_demo.compat import dtype_keyword
 from tpu_demo.errors import LOAD_ERRORS, FineTuneError, require_folder
 from tpu_demo.model.tokens import CODEBOOK_SIZE
-from tpu_demo.runtime.compat import dtype_keyword
 
 DELAY_PATTERN = [0, 8, 9, 10, 11, 12, 13, 14, 15]
 

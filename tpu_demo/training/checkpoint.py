@@ -16,9 +16,9 @@ from safetensors.torch import load_file
 
 from tpu_demo.errors import FineTuneError
 from tpu_demo.model.lora import ADAPTER_WEIGHTS, is_lora, load_adapter_weights
+from tpu_demo.outputs import step_dirs, step_name
 from tpu_demo.runtime.accelerator import uncompiled
 from tpu_demo.runtime.spmd import host_copy
-from tpu_demo.training.outputs import step_dirs, step_name
 
 CHECKSUMS = "checksums.sha256"  # every file's sha256, as `sha256sum` writes them (`sha256sum -c` checks them)
 

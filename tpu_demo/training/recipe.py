@@ -20,7 +20,13 @@ from accelerate.utils import DistributedType, set_seed
 from tqdm.auto import tqdm
 
 from tpu_demo.cli import PREFIX
-from tpu_demo.config.checks import best_model_metric, spoken_held_out
+from tpu_demo.compat import (
+    asks_activation_checkpointing,
+    enable_activation_checkpointing,
+    name_input_embeddings,
+)
+from tpu_demo.config.checks import best_model_metric, spoken_held_out, train_sampling
+from tpu_demo.data.batching import LengthGroupedSampler, code_frames
 from tpu_demo.data.codes import AudioPrompts, DiaCollator, enough_for_a_step, split
 from tpu_demo.data.segmenting import check_segmented
 from tpu_demo.data.training_set import training_data
@@ -28,14 +34,12 @@ from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.sample_health import data_seconds_per_char
 from tpu_demo.evaluation.samples import sample_writer
 from tpu_demo.model.dia import build_model, checkpoint_layers_on_xla, register_static_mask_attention
+from tpu_demo.model.flops import ModelFlops
 from tpu_demo.model.lora import with_lora
 from tpu_demo.model.processor import save_processor
+from tpu_demo.outputs import checkpoint_dir, run_settings, settings_path, step_dirs
 from tpu_demo.runtime.accelerator import ComputeDtype, expose_xla_loader_dataset, forward_precision, make_accelerator
-from tpu_demo.runtime.compat import (
-    asks_activation_checkpointing,
-    enable_activation_checkpointing,
-    name_input_embeddings,
-)
+from tpu_demo.runtime.peaks import device_name, peak_tflops
 from tpu_demo.runtime.xla_counters import XlaCounters
 from tpu_demo.training.best_model import BestModel
 from tpu_demo.training.checkpoint import (
@@ -46,75 +50,12 @@ from tpu_demo.training.checkpoint import (
     save_checkpoint,
     save_final,
 )
+from tpu_demo.training.loop import Progress, refuse_an_earlier_run, steps_apart, train_step
 from tpu_demo.training.loss import CodebookLoss
 from tpu_demo.training.metrics import MetricsLog
 from tpu_demo.training.optimization import init_optimizer_state, make_optimizer, make_scheduler
-from tpu_demo.training.outputs import checkpoint_dir, run_settings, settings_path, step_dirs
 from tpu_demo.training.step_stats import StepStats
 from tpu_demo.training.summary import closing_lines, run_summary
-
-
-def steps_apart(steps, max_steps: int) -> int:
-    """A `logging_steps`, `eval_steps` or `save_steps` as the Trainer reads it: below 1, that fraction of the run."""
-    return math.ceil(max_steps * steps) if steps and steps < 1 else int(steps or 0)
-
-
-class Progress:
-    """Where training stands; saved and restored with the rest of the state by `save_state`/`load_state`.
-    `log_window`: the loop's sums since its last log, so a run resumed between two logs logs what it would have."""
-
-    def __init__(self, best):
-        self.step, self.epoch, self.batches_in_epoch, self.log_window = 0, 0, 0, None
-        self.best = best  # a BestModel
-
-    def state_dict(self):
-        return {
-            "step": self.step,
-            "epoch": self.epoch,
-            "batches_in_epoch": self.batches_in_epoch,
-            "log_window": self.log_window,
-            "best": self.best.state_dict(),
-        }
-
-    def load_state_dict(self, state):
-        self.step, self.epoch, self.batches_in_epoch = state["step"], state["epoch"], state["batches_in_epoch"]
-        self.log_window = state.get("log_window")  # absent from checkpoints of earlier versions
-        if state.get("best"):
-            self.best.load_state_dict(state["best"])
-
-
-def train_step(accelerator, model, batch, optimizer, scheduler, max_grad_norm, loss_fn, sync: bool):
-    """One micro-batch; `sync`: the last of its step, where gradients sync and the optimizer steps. Set here, as the
-    Trainer sets it: accelerate finds an epoch's end in its loader's iteration, which XLA's prefetch thread runs ahead
-    of the loop, so the loop would see that end at whichever batch it is on then (usually none)."""
-    accelerator.gradient_state._set_sync_gradients(sync)
-    with contextlib.nullcontext() if sync else accelerator.no_sync(model):
-        with forward_precision(accelerator):
-            loss = loss_fn.batch_loss(model, batch)
-        # outside autocast, as torch advises: its cache would give a checkpointed layer's recompute the weight casts
-        # its no-grad forward made, which carry no gradient
-        accelerator.backward(loss)
-        grad_norm = None
-        if accelerator.sync_gradients:
-            # as in the Trainer, 0 or less: no clipping (torch would scale the gradients by it); the norm is logged
-            max_norm = max_grad_norm if max_grad_norm > 0 else math.inf
-            grad_norm = accelerator.clip_grad_norm_(model.parameters(), max_norm)
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        optimizer.zero_grad()
-    return loss, grad_norm
-
-
-def refuse_an_earlier_run(output_dir: Path) -> None:
-    """A new run into the folder of an earlier one would mix their metrics and rotate away its own checkpoints."""
-    saved = any(any(step.iterdir()) for step in step_dirs(output_dir / "checkpoints"))  # empty: not a run's
-    earlier = ["checkpoints"] * saved + [name for name in ("metrics.jsonl", "final") if (output_dir / name).exists()]
-    if earlier:
-        raise FineTuneError(
-            f"output_dir {output_dir} holds an earlier run ({', '.join(earlier)}): continue it with "
-            "resume_from_checkpoint=latest, or give a new output_dir (cache_dir can share its encoded audio)"
-        )
 
 
 class DiaFineTune:
@@ -186,6 +127,7 @@ class DiaFineTune:
             else:
                 enable_activation_checkpointing(model)
         self.model = with_lora(accelerator, model, config.lora, config.model)
+        self.model_flops = ModelFlops(self.model, lora=bool(config.lora.lora_r))  # before sharding: whole weights
         if self.spmd:
             self.model = self.spmd.shard_model(self.model, accelerator.device)
 
@@ -229,23 +171,29 @@ class DiaFineTune:
         self.eval_texts, self.eval_speakers = [items[i]["text"] for i in said], [items[i].get("speaker") for i in said]
         if self.voices and accelerator.is_main_process:
             self.samples.add_reference_voices(self.dataset, eval_indices)
-        shapes = (model_config.delay_pattern, config.data.max_text_tokens, config.data.max_audio_frames)
         data = config.data
         prompts = AudioPrompts(self.dataset, train_indices, data.audio_prompts, data.audio_prompt_max_frames)
+        self.length_buckets = data.length_buckets if data.length_buckets is not None else 4 if self.on_xla else 0
+        shapes = (model_config.delay_pattern, data.max_text_tokens, data.max_audio_frames)
+        padding = {"multiple": data.pad_to_multiple_of, "buckets": self.length_buckets}
         self.collator = DiaCollator(
-            *shapes, text_dropout=data.text_dropout, seed=args.seed, prompts=prompts if data.audio_prompts else None
-        )
+            *shapes, text_dropout=data.text_dropout, seed=args.seed, prompts=prompts if data.audio_prompts else None,
+            **padding,
+        )  # fmt: skip
         loading = {
             "num_workers": args.dataloader_num_workers,
             "pin_memory": args.dataloader_pin_memory and accelerator.device.type == "cuda",  # pinning serves CUDA only
         }
+        batch_size = args.per_device_train_batch_size * self.devices
+        order = {"shuffle": train_sampling(args) == "random"}
+        if train_sampling(args) == "group_by_length":  # clips of similar length together: a batch is padded little
+            order = {"sampler": LengthGroupedSampler(code_frames(self.dataset, train_indices), batch_size, args.seed)}
         self.train_loader = torch.utils.data.DataLoader(
-            train_set, batch_size=args.per_device_train_batch_size * self.devices, shuffle=True, drop_last=True,
-            collate_fn=self.collator, **loading,
-        )  # fmt: skip
+            train_set, batch_size=batch_size, drop_last=True, collate_fn=self.collator, **order, **loading
+        )
         self.eval_loader = torch.utils.data.DataLoader(  # evaluation never drops the text
             eval_set, batch_size=args.per_device_eval_batch_size * self.devices,
-            collate_fn=DiaCollator(*shapes, 0.0, seed=0), **loading,
+            collate_fn=DiaCollator(*shapes, 0.0, seed=0, **padding), **loading,
         )  # fmt: skip
 
     def _setup_optimization(self) -> None:
@@ -308,7 +256,9 @@ class DiaFineTune:
         )
         main = accelerator.is_local_main_process
         bar = tqdm(total=self.max_steps, initial=progress.step, disable=not main, desc="train")
-        self.stats, self.seen, self.prompted = StepStats(accelerator), [], 0
+        peak = peak_tflops(device_name(accelerator.device))
+        self.stats = StepStats(accelerator, self.model_flops, peak and peak * 1e12, self.replicas)
+        self.seen, self.prompted = [], 0
         if progress.log_window:  # resumed between two logs
             self.stats.load_state_dict(progress.log_window)
         self.started, self.timed_from = time.perf_counter(), progress.step
@@ -335,6 +285,7 @@ class DiaFineTune:
             if self.spmd:  # a new XLA loader: without this its batches would arrive whole on every device
                 self.spmd.shard_loaders(loader)
         per_step = None if self.steps_on_metric else self.scheduler
+        graphs = []  # what the step's micro-batches compiled to on XLA: a graph per shape, and whether it synced
         for batch in loader:
             position = progress.batches_in_epoch + 1
             sync = position % args.gradient_accumulation_steps == 0 or position == len(self.train_loader)
@@ -342,18 +293,23 @@ class DiaFineTune:
                 accelerator, self.model, batch, self.optimizer, per_step, args.max_grad_norm, self.loss_fn, sync
             )
             progress.batches_in_epoch += 1
-            stats.add_micro_batch(loss, batch["labels"])
+            stats.add_micro_batch(loss, batch["labels"], batch)
             self.seen.extend(batch["index"])
             self.prompted += sum(batch["prompted"])
+            shape = (batch["input_ids"].shape[1], batch["decoder_input_ids"].shape[1])
+            graphs.append((*shape, sync))
             if not accelerator.sync_gradients:
                 continue
             progress.step += 1
             stats.add_step(grad_norm)
             bar.update(1)
-            if progress.step % self.log_every == 0 or progress.step == self.max_steps:
+            logs = progress.step % self.log_every == 0 or progress.step == self.max_steps
+            if logs:
                 bar.set_postfix(loss=f"{self._log_training():.3f}")
-            self.counters.mark("train")
-            self._after_step()
+            self.counters.mark("train", graphs=[*graphs[:-1], (*graphs[-1], logs)], shape=shape)
+            graphs = []
+            with stats.paused():
+                self._after_step()
             if progress.best.should_stop:
                 self.stopped_early = True
                 best = progress.best
@@ -370,6 +326,8 @@ class DiaFineTune:
 
     def _log_training(self) -> float:
         logged = self.stats.read(self.scheduler.get_last_lr()[0])  # the only host read in the loop
+        if self.compute_dtype.dtype not in ("bfloat16", "float16"):  # the peaks are those of 16-bit tensor math
+            logged.pop("mfu", None)
         self.history.append(logged["loss"])
         if self.counters.enabled:
             logged["compilations"] = self.counters.compilations()

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import transformers
 
-from tpu_demo.runtime.compat import checkpoints_activations
-from tpu_demo.training.outputs import step_dirs
+from tpu_demo.compat import checkpoints_activations
+from tpu_demo.outputs import step_dirs
 
 
 def run_summary(run, final_eval: dict, elapsed: float) -> dict:

@@ -62,3 +62,19 @@ def name_input_embeddings(model) -> None:
         model.get_input_embeddings()
     except NotImplementedError:
         model.get_input_embeddings = lambda: model.model.decoder.embeddings
+
+
+def sampling_key(raw: dict) -> dict:
+    """4.x's `group_by_length: true` and 5.x's `train_sampling_strategy: group_by_length` (or `random`) in the spelling
+    of the installed release, so that one config runs on both lines; given both, neither is rewritten (the one the
+    release lacks is then refused as unknown)."""
+    from transformers import TrainingArguments
+
+    fields, raw = TrainingArguments.__dataclass_fields__, dict(raw)
+    if "group_by_length" in raw and "train_sampling_strategy" in raw:
+        return raw
+    if "train_sampling_strategy" not in fields and raw.get("train_sampling_strategy") in ("random", "group_by_length"):
+        raw["group_by_length"] = raw.pop("train_sampling_strategy") == "group_by_length"
+    elif "group_by_length" not in fields and isinstance(raw.get("group_by_length"), bool):
+        raw["train_sampling_strategy"] = "group_by_length" if raw.pop("group_by_length") else "random"
+    return raw
