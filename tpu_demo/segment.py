@@ -22,6 +22,7 @@ from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
 from tpu_demo.cli import PREFIX, config_parser, fail, refuse_unsupported_transformers, say
+from tpu_demo.data.metadata import ALLOW_REMOVALS, decode, read_corrections_table, read_edits, write_corrections_table
 from tpu_demo.data.segmenting import (
     CORRECTIONS,
     PARTS,
@@ -175,41 +176,42 @@ def segment_share(config, recordings, out: Path, state) -> None:
 
 
 def text_digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    """A table's digest, whatever its line ends (csv writes CRLF; an editor may save LF)."""
+    return hashlib.sha256("\n".join(text.splitlines()).encode()).hexdigest()
 
 
-def read_corrections(out: Path, table: str | None) -> dict[tuple, str | None]:
+def read_corrections(out: Path, allow_removals: bool = False) -> tuple[dict[tuple, str | None], str | None]:
     """The user's texts by clip (recording, start, end), None for a clip removed: those of corrections.csv, and the
-    rows of metadata.csv (`table`, as it is now) edited or deleted since the last run wrote it, which join them."""
+    rows of metadata.csv edited or deleted since the last run wrote it, which join them; and metadata.csv's text as
+    it is now (None: there is none). A table that cannot be read as written is refused (tpu_demo.data.metadata)."""
     path, corrections = out / CORRECTIONS, {}
     if path.is_file():
-        for row in csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))):
-            key = (row["recording"], float(row["start"]), float(row["end"]))
-            corrections[key] = None if row.get("removed") == "yes" else row["text"]
-    previous = json.loads((out / REPORT).read_text()) if (out / REPORT).is_file() else {}
+        corrections = read_corrections_table(path)
+    metadata = out / "metadata.csv"
+    if not metadata.is_file():
+        return corrections, None
+    table, _ = decode(metadata)
+    if not (out / REPORT).is_file():
+        raise FineTuneError(
+            f"{metadata}: no {REPORT} beside it, which tells your edits from what was written; move metadata.csv "
+            "out of the folder and run again (nothing was changed or deleted)"
+        )
+    previous = json.loads((out / REPORT).read_text())
     # as written, or the one a run stopped before replacing: no edit
-    if table is None or text_digest(table) in (previous.get("metadata_sha256"), previous.get("replaces_sha256")):
-        return corrections
-    written = {clip["audio"]: clip for clip in previous.get("clips", []) if clip.get("audio")}
-    rows = {row.get("audio"): row for row in csv.DictReader(io.StringIO(table))}
+    if text_digest(table) in (previous.get("metadata_sha256"), previous.get("replaces_sha256")):
+        return corrections, table
+    written = {clip["audio"]: clip for clip in previous.get("clips", []) if clip.get("audio") and not clip.get("dropped")}
+    edits = read_edits(metadata, {audio: clip["text"] for audio, clip in written.items()}, allow_removals)
     for audio, clip in written.items():
-        key, row = (clip["recording"], clip["start"], clip["end"]), rows.get(audio)
-        if row is None:
+        key = (clip["recording"], clip["start"], clip["end"])
+        if audio in edits.removed:
             corrections[key] = None
-        elif row.get("text") is not None and row["text"] != clip["text"]:
-            corrections[key] = row["text"]
-    return corrections
+        elif audio in edits.texts:
+            corrections[key] = edits.texts[audio]
+    return corrections, table
 
 
-def write_corrections(out: Path, corrections: dict[tuple, str | None]) -> None:
-    table = io.StringIO()
-    writer = csv.writer(table)
-    writer.writerow(["recording", "start", "end", "text", "removed"])
-    writer.writerows([*clip, text or "", "yes" if text is None else ""] for clip, text in sorted(corrections.items()))
-    (out / CORRECTIONS).write_text(table.getvalue(), encoding="utf-8")
-
-
-def merge(config, recordings, out: Path, unreadable: dict[str, str]) -> dict:
+def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_removals: bool = False) -> dict:
     """Every recording's pieces judged, joined into clips, written; metadata.csv and the report. The speaker check
     and the pace filter need all recordings; the models are not needed."""
     settings, asr_model = config.recordings, recogniser(config)
@@ -231,10 +233,9 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str]) -> dict:
         clips += join(pieces_of[recording.name], recording, seconds_of[recording.name], settings)
     drop_unusual_pace(clips, settings.pace_tolerance)
     metadata = out / "metadata.csv"
-    current = metadata.read_text(encoding="utf-8") if metadata.is_file() else None
-    corrections = read_corrections(out, current)
+    corrections, current = read_corrections(out, allow_removals)
     if corrections:
-        write_corrections(out, corrections)
+        write_corrections_table(out / CORRECTIONS, corrections)
     applied = apply_corrections(clips, corrections)
     kept = [clip for clip in clips if not clip.dropped]
     write_clips(kept, recordings, out, settings.target_lufs)
@@ -311,7 +312,10 @@ def main(argv=None) -> int:
     from tpu_demo.config.checks import check_config, settings
     from tpu_demo.config.load import load_raw
 
-    args = config_parser("tpu_demo.segment", __doc__.splitlines()[0]).parse_args(argv)
+    parser = config_parser("tpu_demo.segment", __doc__.splitlines()[0])
+    removals = "remove the clips of more rows deleted from metadata.csv than a few (3, or a tenth of them)"
+    parser.add_argument(ALLOW_REMOVALS, dest="allow_removals", action="store_true", help=removals)
+    args = parser.parse_args(argv)
     try:
         raw = load_raw(args.config, args.overrides)
         check_config(raw)
@@ -321,6 +325,7 @@ def main(argv=None) -> int:
             raise FineTuneError("recordings: not set: name the folder of long recordings to cut into clips")
         recogniser(config)
         out = output_folder(config)
+        read_corrections(out, args.allow_removals)  # a table the user saved that cannot be read: before any work
         recordings, unreadable = find_recordings(config.recordings.recordings, config.recordings.skip_recordings)
         if state.is_main_process:
             for name, problem in unreadable.items():
@@ -330,7 +335,7 @@ def main(argv=None) -> int:
         segment_share(config, recordings, out, state)
         state.wait_for_everyone()
         if state.is_main_process:
-            for line in report_lines(merge(config, recordings, out, unreadable), out):
+            for line in report_lines(merge(config, recordings, out, unreadable, args.allow_removals), out):
                 say(line)
     except ImportError as error:
         name = missing_package(error)

@@ -427,3 +427,60 @@ def test_a_pieces_noise_is_that_of_its_quieter_side():
     snr = [piece.snr_db for piece in found]
     # the second piece is clean: the noise that starts in the pause after it is not its noise
     assert snr[0] > 60 and snr[1] > 60 and 10 < snr[2] < 20, snr
+
+
+def resave(out: Path, table_rows: list[dict], delimiter=",", encoding="utf-8-sig", header=None) -> None:
+    """metadata.csv as a spreadsheet saves it: Excel's "CSV UTF-8" (a byte-order mark, CRLF), a European Excel's
+    `;`, its plain "CSV" in the Windows code page, "Unicode text" (tab-separated UTF-16)."""
+    table = io.StringIO()
+    writer = csv.writer(table, delimiter=delimiter, lineterminator="\r\n")
+    writer.writerow(header or list(table_rows[0]))
+    writer.writerows([list(row.values()) for row in table_rows])
+    (out / "metadata.csv").write_bytes(table.getvalue().encode(encoding))
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_metadata_csv_a_spreadsheet_saved_loses_nothing(tmp_path):
+    # Excel's "CSV UTF-8" with one text edited: every row was read as deleted, every clip deleted
+    raw = user_recordings(tmp_path / "podcast")
+    before, out = snapshot(raw), tmp_path / "clips"
+    assert_ok(segment_command(out, f"recordings={raw}", "max_clip_seconds=5"))
+    made = rows(out)
+    assert len(made) >= 6
+    wavs = sorted(p.name for p in (out / "clips").rglob("*.wav"))
+    edited = {}
+    for number, (delimiter, encoding) in enumerate([(",", "utf-8-sig"), (";", "cp1252"), ("\t", "utf-16")]):
+        current = rows(out)
+        edited[current[number]["audio"]] = f"[S1] The user's correction number {number}, café."
+        resave(out, [row | {"text": edited.get(row["audio"], row["text"])} for row in current], delimiter, encoding)
+        again = segment_command(out, f"recordings={raw}", "max_clip_seconds=5")
+        assert_ok(again)
+        assert f"your corrections: {number + 1} applied" in again.stdout
+        assert sorted(p.name for p in (out / "clips").rglob("*.wav")) == wavs  # every clip kept
+        now = {row["audio"]: row["text"] for row in rows(out)}
+        assert len(now) == len(made) and all(now[audio] == text for audio, text in edited.items())
+    assert snapshot(raw) == before  # nothing written beside the recordings
+
+    # a renamed column: refused in one line before any work, nothing deleted, the user's file and edits left as
+    # they are
+    current, corrections = rows(out), (out / "corrections.csv").read_text()
+    resave(out, current, header=["audio", "transcript", "speaker", "language"])
+    renamed = (out / "metadata.csv").read_bytes()
+    refused = segment_command(out, f"recordings={raw}", "max_clip_seconds=5")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "metadata.csv: no `text` column (its header: audio, transcript, speaker, language)" in refused.stderr
+    assert sorted(p.name for p in (out / "clips").rglob("*.wav")) == wavs
+    assert (out / "metadata.csv").read_bytes() == renamed and (out / "corrections.csv").read_text() == corrections
+
+    # most rows deleted: said, with how many and which, and done only when asked
+    resave(out, current[:1])
+    many = segment_command(out, f"recordings={raw}", "max_clip_seconds=5")
+    assert many.returncode == 1 and "Traceback" not in many.stderr
+    assert f"the rows of {len(current) - 1} of its {len(current)} clips are gone ({current[1]['audio']}" in many.stderr
+    assert "run again with --allow-removals" in many.stderr
+    assert sorted(p.name for p in (out / "clips").rglob("*.wav")) == wavs
+    asked = segment_command(out, f"recordings={raw}", "max_clip_seconds=5", "--allow-removals")
+    assert_ok(asked)
+    assert [row["audio"] for row in rows(out)] == [current[0]["audio"]]
+    assert [p.relative_to(out).as_posix() for p in (out / "clips").rglob("*.wav")] == [current[0]["audio"]]
+    assert rows(out)[0]["text"] == edited[current[0]["audio"]]
