@@ -57,7 +57,7 @@ def test_loss_is_the_same_padded_to_the_batch_or_to_the_maxima(weights, audio_on
 def test_buckets_bound_the_shapes_and_hold_every_batch(buckets):
     lengths = BatchLengths(max_text_tokens=100, max_frames=430, multiple=8, buckets=buckets)
     shapes = lengths.shapes()
-    assert len(shapes) == buckets and shapes[-1] == (100, 430)
+    assert len(shapes) == buckets * buckets and shapes[-1] == (100, 430)  # text and audio each in one of N lengths
     seen = set()
     for text in range(1, 101, 7):
         for frames in range(1, 431, 13):
@@ -65,6 +65,11 @@ def test_buckets_bound_the_shapes_and_hold_every_batch(buckets):
             assert shape[0] >= text and shape[1] >= frames
             seen.add(shape)
     assert seen <= set(shapes)
+
+
+def test_a_short_batch_goes_to_the_smallest_bucket_even_where_the_maxima_differ_in_proportion():
+    lengths = BatchLengths(max_text_tokens=128, max_frames=1720, multiple=8, buckets=4)
+    assert lengths(75, 400) == (96, 432)  # text in its 3rd of 4 lengths, audio in its 1st
 
 
 def test_without_buckets_a_batch_is_its_longest_rounded_up():

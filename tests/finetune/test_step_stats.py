@@ -140,3 +140,77 @@ def test_peak_memory_on_cpu_is_the_process_peak_in_mib(accelerator):
     resident_kib = next(int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith("VmRSS"))
     # at least what is resident now (torch alone takes hundreds of MiB), and MiB, not KiB or bytes
     assert resident_kib / 1024 * 0.99 <= peak < 64 * 1024
+
+
+def test_step_time_leaves_out_what_is_paused_and_utilisation_divides_the_flops_by_the_peak(accelerator, clock):
+    flops = SimpleNamespace(step=lambda texts, frames: 1e12 * len(texts), tail=16)  # 1 TFLOP a row
+    stats = StepStats(accelerator, flops, peak=1e12, devices=2)
+    batch = {"decoder_input_ids": torch.zeros(2, 40, 9), "text_tokens": [5, 7], "audio_frames": [24, 4]}
+    stats.add_micro_batch(torch.tensor(1.0), labels(3), batch)
+    stats.add_step(torch.tensor(1.0))
+    clock.now += 2.0
+    with stats.paused():  # an evaluation, samples or a checkpoint
+        clock.now += 10.0
+    logged = stats.read(lr=0.1)
+    assert logged["step_seconds"] == 2.0 and logged["tokens_per_s"] == 3 / 2.0
+    assert logged["mfu"] == pytest.approx(2e12 / (2.0 * 2 * 1e12))
+    # the rows hold 24 + 16 and 4 + 16 of their 40 decoder positions (frames, BOS, EOS and the delay tail)
+    assert logged["padding_share"] == pytest.approx(1 - (40 + 20) / 80)
+
+
+def test_no_utilisation_without_a_known_peak(accelerator, clock):
+    stats = StepStats(accelerator, SimpleNamespace(step=lambda texts, frames: 1.0, tail=16), peak=None)
+    stats.add_micro_batch(
+        torch.tensor(1.0),
+        labels(3),
+        {"decoder_input_ids": torch.zeros(1, 20, 9), "text_tokens": [3], "audio_frames": [4]},
+    )
+    stats.add_step(None)
+    clock.now += 1.0
+    assert "mfu" not in stats.read(lr=0.1)
+
+
+@pytest.mark.parametrize(
+    "name, peak",
+    [
+        ("NVIDIA H100 80GB HBM3", 989.4),
+        ("NVIDIA H100 PCIe", 756.0),
+        ("NVIDIA H200", 989.4),
+        ("NVIDIA A100-SXM4-80GB", 312.0),
+        ("NVIDIA L40S", 362.1),
+        ("NVIDIA L40", 181.0),
+        ("NVIDIA L4", 121.0),
+        ("TPU v5litepod", 197.0),
+        ("TPU v4", 275.0),
+        ("NVIDIA GeForce GTX 1080", None),
+        (None, None),
+    ],
+)
+def test_peak_of_a_device_by_the_name_it_reports(name, peak):
+    from tpu_demo.runtime.peaks import peak_tflops
+
+    assert peak_tflops(name) == peak
+
+
+def test_model_flops_of_the_matrix_products_are_those_torch_counts():
+    """Attention aside (torch's counter sees no eager attention's matmuls on CPU), the FLOPs of a step on one
+    unpadded row are those torch's FLOP counter counts for the forward and backward."""
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import DiaForConditionalGeneration
+
+    from tpu_demo.data.codes import DiaCollator
+    from tpu_demo.model.dia import DELAY_PATTERN, tiny_config
+    from tpu_demo.model.flops import ModelFlops
+    from tpu_demo.training.loss import MODEL_INPUTS
+
+    model = DiaForConditionalGeneration._from_config(tiny_config(128, 3))
+    sample = {"index": 0, "text": "[S1] " + "word " * 30, "codes": torch.randint(0, 1024, (200, 9))}
+    batch = DiaCollator(DELAY_PATTERN, 512, 200, 0.0, seed=0, multiple=1)([sample])
+    with FlopCounterMode(display=False) as counter:
+        model(**{k: batch[k] for k in MODEL_INPUTS}).loss.backward()
+    flops = ModelFlops(model)
+    with_attention = flops.step(batch["text_tokens"], batch["audio_frames"])
+    flops.encoder_attention = flops.decoder_attention = flops.cross_attention = 0
+    matrix_products = flops.step(batch["text_tokens"], batch["audio_frames"])
+    assert matrix_products == pytest.approx(counter.get_total_flops(), rel=0.01)
+    assert with_attention > matrix_products

@@ -16,8 +16,9 @@ class BatchLengths:
     """The text tokens and audio frames a batch is padded to, from its longest text and its longest audio.
 
     `buckets` 0: the longest of each, rounded up to `multiple` (at most the maximum); the shapes vary with the data,
-    which eager CUDA and CPU do not mind. `buckets` N: the smallest of N fixed shapes that holds both, shape k being
-    k/N of each maximum (rounded up to `multiple`), so XLA compiles N graphs at most; 1: every batch at the maxima.
+    which eager CUDA and CPU do not mind. `buckets` N: each the smallest of N fixed lengths that holds it, length k
+    being k/N of its maximum (rounded up to `multiple`), so XLA compiles for N x N shapes at most (text and audio grow
+    together, so a run meets few of them); 1: every batch at the maxima.
     """
 
     def __init__(self, max_text_tokens: int, max_frames: int, multiple: int = 8, buckets: int = 0):
@@ -30,24 +31,25 @@ class BatchLengths:
             buckets,
         )
 
+    def steps(self, maximum: int) -> list[int]:
+        """The fixed lengths of `buckets` up to `maximum`: k/N of it, rounded up to the multiple."""
+        steps = (round_up(math.ceil(maximum * k / self.buckets), self.multiple) for k in range(1, self.buckets + 1))
+        return sorted({min(step, maximum) for step in steps})
+
     def fitted(self, value: int, maximum: int) -> int:
+        """`value` rounded up to the multiple, or up to its bucket; never past `maximum`."""
+        if self.buckets:
+            return next(step for step in self.steps(maximum) if step >= value)
         return min(round_up(value, self.multiple), maximum)
 
     def shapes(self) -> list[tuple[int, int]]:
-        """The fixed (text, frames) shapes of `buckets`, shortest first (none with `buckets` 0)."""
-        shapes = []
-        for k in range(1, self.buckets + 1):
-            shape = (
-                self.fitted(math.ceil(self.max_text_tokens * k / self.buckets), self.max_text_tokens),
-                self.fitted(math.ceil(self.max_frames * k / self.buckets), self.max_frames),
-            )
-            shapes += [shape] if shape not in shapes else []
-        return shapes
+        """Every (text, frames) shape `buckets` allows (none with `buckets` 0)."""
+        if not self.buckets:
+            return []
+        return [(text, frames) for text in self.steps(self.max_text_tokens) for frames in self.steps(self.max_frames)]
 
     def __call__(self, text_tokens: int, frames: int) -> tuple[int, int]:
-        if not self.buckets:
-            return self.fitted(text_tokens, self.max_text_tokens), self.fitted(frames, self.max_frames)
-        return next(s for s in self.shapes() if s[0] >= text_tokens and s[1] >= frames)
+        return self.fitted(text_tokens, self.max_text_tokens), self.fitted(frames, self.max_frames)
 
 
 class LengthGroupedSampler(torch.utils.data.Sampler):

@@ -8,9 +8,14 @@ class ModelFlops:
     def __init__(self, model, lora: bool = False):
         config = model.config
         encoder, decoder = config.encoder_config, config.decoder_config
-        self.encoder_weights = sum(p.numel() for n, p in model.named_parameters() if ".encoder.layers." in n)
+        weights = dict(model.named_parameters())
+        # the cross-attention's keys and values are projected from the encoder's output: once per text token
+        on_text = {n for n in weights if "cross_attention.k_proj" in n or "cross_attention.v_proj" in n}
+        self.encoder_weights = sum(p.numel() for n, p in weights.items() if ".encoder.layers." in n or n in on_text)
         self.decoder_weights = sum(
-            p.numel() for n, p in model.named_parameters() if ".decoder.layers." in n or "logits_dense" in n
+            p.numel()
+            for n, p in weights.items()
+            if (".decoder.layers." in n or "logits_dense" in n) and n not in on_text
         )
         self.encoder_attention = 4 * encoder.num_attention_heads * encoder.head_dim * encoder.num_hidden_layers
         self.decoder_attention = 4 * decoder.num_attention_heads * decoder.head_dim * decoder.num_hidden_layers

@@ -256,7 +256,8 @@ class DiaFineTune:
         )
         main = accelerator.is_local_main_process
         bar = tqdm(total=self.max_steps, initial=progress.step, disable=not main, desc="train")
-        peak = peak_tflops(device_name(accelerator.device))
+        self.device_name = device_name(accelerator.device)  # for utilisation: its peak, where the table has it
+        peak = peak_tflops(self.device_name)
         self.stats = StepStats(accelerator, self.model_flops, peak and peak * 1e12, self.replicas)
         self.seen, self.prompted = [], 0
         if progress.log_window:  # resumed between two logs

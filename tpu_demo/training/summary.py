@@ -6,6 +6,7 @@ import transformers
 
 from tpu_demo.compat import checkpoints_activations
 from tpu_demo.outputs import step_dirs
+from tpu_demo.runtime.peaks import peak_tflops
 
 
 def run_summary(run, final_eval: dict, elapsed: float) -> dict:
@@ -14,6 +15,8 @@ def run_summary(run, final_eval: dict, elapsed: float) -> dict:
     samples_per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * run.replicas
     return {
         "device": str(accelerator.device),
+        "device_name": run.device_name,
+        "peak_tflops": peak_tflops(run.device_name),  # what `mfu` in metrics.jsonl divides by (16-bit, per device)
         "distributed_type": str(accelerator.distributed_type),
         "num_processes": accelerator.num_processes,
         "spmd": run.spmd.report(run.model, run.optimizer.optimizer) if run.spmd else None,
@@ -41,6 +44,7 @@ def run_summary(run, final_eval: dict, elapsed: float) -> dict:
         "sample_health": run.samples.health if run.samples else [],  # of the samples written last
         "data_seconds_per_char": run.samples.seconds_per_char if run.samples else None,
         "transformers": transformers.__version__,
+        "length_buckets": run.length_buckets,
         "xla": run.counters.summary(),
         "data": run.dataset.description,
         # of the training samples this process saw in this run, those that had an audio prompt (audio_prompts)
