@@ -3,7 +3,8 @@
 Two espeak-ng voices (alice, bob) say about 4.5 minutes of sentences in a recordings folder (tests/planted_faults.py):
 clean controls (alice's WAV with its transcript, bob's FLAC), white and pink noise at 34, 24, 14 and 10 dB SNR over
 whole recordings (below 20 dB the speech counts as faulty), a recording whose second half is noisy at 10 dB, one
-sentence clipped, one sentence in the other voice, music only, noise only, a corrupt file and a truncated WAV. The
+sentence clipped, one sentence in the other voice, music only, noise only, a corrupt file and a truncated WAV; and
+faults a tool downstream fixes, whose speech should be kept (-40 dBFS peak, a DC offset of 0.2), and a 0.3 s file. The
 segmenter runs on it as a user runs it (a new interpreter, offline, one thread), and this prints a row per recording:
 its fault, the reasons the report gives for the clips over the faulty sentences (over all of them where none is),
 seconds of good speech kept and lost, seconds of faulty speech kept, cuts inside sentences; then the totals and the
@@ -38,11 +39,12 @@ def build(work: Path, asr: str, omit: list[str], overrides: list[str]) -> tuple[
     """The recordings (less the omitted faults), the YAML that cuts them, and the truth beside them."""
     recordings = work / "recordings"
     truth = planted().write_recordings(recordings)
+    truth |= planted().write_levelling_faults(recordings)  # faults a tool downstream fixes: kept, levelled
     for name in [name for name, planted in truth.items() if planted["fault"] in omit or name in omit]:
         (recordings / truth.pop(name)["file"]).unlink()
     (work / "truth.json").write_text(json.dumps(truth, indent=1))
     lines = [f"recordings: {json.dumps(str(recordings))}", f"dataset: {json.dumps(str(work / 'dataset'))}",
-             f"segment_asr_model: {json.dumps(asr)}"]  # fmt: skip
+             f"segment_asr_model: {json.dumps(asr)}", "max_audio_frames: 1720"]  # fmt: skip
     for override in overrides:
         key, _, value = override.partition("=")
         lines.append(f"{key.strip()}: {value.strip()}")

@@ -282,6 +282,33 @@ def write_recordings(folder, sentences: int = 8, seed: int = 0) -> dict:
     return truth
 
 
+def write_levelling_faults(folder, sentences: int = 4, seed: int = 0) -> dict:
+    """Recordings whose faults a tool downstream fixes, so a segmenter should keep their speech (levelled): alice's
+    clean speech at -40 dBFS peak, and with a DC offset of 0.2; and a 0.3 s file of one word, which is too short to
+    train on. The truth, as `write_recordings` gives it."""
+    import soundfile
+
+    folder, truth, rate, voice = Path(folder), {}, RATES["alice"], VOICES["alice"]
+    texts = list(islice(cycle(SENTENCES[::-1]), 2 * sentences))
+
+    def save(name, samples, found, fault):
+        path = folder / f"{name}.wav"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        soundfile.write(str(path), samples, rate, subtype="PCM_16")
+        truth[name] = {"file": str(path.relative_to(folder)), "fault": fault, "rate": rate,
+                       "seconds": len(samples) / rate, "sentences": [asdict(s) for s in found]}  # fmt: skip
+
+    samples, found = talk(texts[:sentences], voice, rate, seed + 70)
+    save("alice/quiet", samples * np.float32(0.01 / 0.5), found, "quiet: -40 dBFS peak")
+    samples, found = talk(texts[sentences:], voice, rate, seed + 80)
+    save("alice/dc-offset", samples + np.float32(0.2), found, "DC offset 0.2")
+    word = speak("Yes.", voice, rate)[: int(0.3 * rate)]
+    short = np.zeros(int(0.3 * rate), np.float32)
+    short[: len(word)] = word * (0.5 / np.abs(word).max())
+    save("alice/short-file", short, [Sentence(0.0, len(word) / rate, "Yes.", voice, True, "too short")], "0.3 s file")
+    return truth
+
+
 def skipped_recordings(report: dict) -> dict:
     """The report's recordings it could not read, name -> reason (`skipped`: a mapping, or a list of names or of
     {recording, reason}); none where the report has no such key."""

@@ -28,6 +28,8 @@ from tpu_demo.data.segmenting import (
     PARTS,
     REPORT,
     Piece,
+    clip_settings,
+    codec_frame_rate,
     drop_other_voices,
     drop_unusual_pace,
     find_recordings,
@@ -200,7 +202,8 @@ def read_corrections(out: Path, allow_removals: bool = False) -> tuple[dict[tupl
     # as written, or the one a run stopped before replacing: no edit
     if text_digest(table) in (previous.get("metadata_sha256"), previous.get("replaces_sha256")):
         return corrections, table
-    written = {clip["audio"]: clip for clip in previous.get("clips", []) if clip.get("audio") and not clip.get("dropped")}
+    clips = previous.get("clips", [])
+    written = {clip["audio"]: clip for clip in clips if clip.get("audio") and not clip.get("dropped")}
     edits = read_edits(metadata, {audio: clip["text"] for audio, clip in written.items()}, allow_removals)
     for audio, clip in written.items():
         key = (clip["recording"], clip["start"], clip["end"])
@@ -323,6 +326,15 @@ def main(argv=None) -> int:
         state = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
         if not config.recordings.recordings:
             raise FineTuneError("recordings: not set: name the folder of long recordings to cut into clips")
+        asked = config.recordings.max_clip_seconds
+        config = dataclasses.replace(config, recordings=clip_settings(config))  # clips training keeps whole
+        if config.recordings.max_clip_seconds < asked and state.is_main_process:
+            rate, codec = codec_frame_rate(config.data.codec)
+            say(
+                f"clips of at most {config.recordings.max_clip_seconds} s, what max_audio_frames "
+                f"{config.data.max_audio_frames} holds at {rate:.2f} frames a second ({codec}); max_clip_seconds is "
+                f"{asked}"
+            )
         recogniser(config)
         out = output_folder(config)
         read_corrections(out, args.allow_removals)  # a table the user saved that cannot be read: before any work

@@ -161,6 +161,27 @@ def test_unreadable_and_truncated_recordings_are_set_aside_and_can_be_left_out(t
         find_recordings(tmp_path)
 
 
+def test_clips_are_cut_to_what_training_keeps_of_them(tmp_path):
+    # clips were packed to 15 s whatever max_audio_frames: a 10 s config dropped 28 of 33
+    from tpu_demo.config.checks import settings as parsed
+    from tpu_demo.config.load import load_raw
+    from tpu_demo.data.segmenting import clip_settings, codec_frame_rate
+
+    def limit(*overrides):
+        return clip_settings(parsed(load_raw(CONFIG, ["recordings=in", "dataset=out", *overrides])))
+
+    assert codec_frame_rate(None) == (44100 / 512, "Dia's DAC: 44100 Hz, hop 512")
+    assert limit("max_audio_frames=861").max_clip_seconds == 9.98  # 10 s of Dia's DAC (86.13 frames a second)
+    assert limit("max_audio_frames=1720").max_clip_seconds == 15.0  # 20 s: max_clip_seconds decides
+    (tmp_path / "codec").mkdir()
+    (tmp_path / "codec/config.json").write_text(json.dumps({"sampling_rate": 24000, "hop_length": 320}))
+    assert limit(f"codec={tmp_path / 'codec'}", "max_audio_frames=751").max_clip_seconds == 10.0  # 75 a second
+    with pytest.raises(FineTuneError, match=r"max_audio_frames 24 holds 0.26 s at 86.13 frames a second \(Dia's DAC: "
+                       r"44100 Hz, hop 512\), no more than min_clip_seconds 1.0: set max_audio_frames to the frames "
+                       r"of the longest clip to train on \(1292 for max_clip_seconds 15.0\)"):  # fmt: skip
+        limit("max_audio_frames=24")
+
+
 def test_segment_settings_without_recordings_are_refused():
     from tpu_demo.config.checks import check_config
     from tpu_demo.config.load import load_raw
@@ -185,7 +206,7 @@ def user_recordings(folder: Path) -> Path:
     return folder
 
 
-COMMON = ["segment_asr_model=pocketsphinx", "max_asr_cer=0.9", "pace_tolerance=3"]
+COMMON = ["segment_asr_model=pocketsphinx", "max_asr_cer=0.9", "pace_tolerance=3", "max_audio_frames=1720"]
 
 
 def segment_command(out, *overrides, processes=None):
@@ -309,13 +330,19 @@ def test_a_metadata_csv_a_run_did_not_get_to_replace_is_no_edit(tmp_path):
 def test_segment_writes_a_dataset_training_reads(tmp_path):
     raw = user_recordings(tmp_path / "podcast")
     out = tmp_path / "clips"
-    assert_ok(segment_command(out, f"recordings={raw}", "max_clip_seconds=5"))
+    # one YAML for both: the clips fit max_audio_frames at the codec's 125 frames a second (4.08 s, not 5)
+    shared = [f"codec={tiny_codec(tmp_path / 'codec')}", "max_audio_frames=512", "max_clip_seconds=5"]
+    segmented = segment_command(out, f"recordings={raw}", *shared)
+    assert_ok(segmented)
+    assert "clips of at most 4.08 s, what max_audio_frames 512 holds at 125.00 frames a second" in segmented.stdout
     report = json.loads((out / "segment_report.json").read_text())
     assert len(rows(out)) == report["kept"]["clips"] > 0
-    run = [f"codec={tiny_codec(tmp_path / 'codec')}", "max_steps=2", "eval_samples=2", "eval_steps=2",
-           "max_audio_frames=512", "max_text_tokens=160", "per_device_train_batch_size=2", f"recordings={raw}",
-           "max_clip_seconds=5", *COMMON]  # fmt: skip
-    assert_ok(run_demo(tmp_path / "run", f"dataset={out}", *run, launcher=False))
+    assert max(clip["end"] - clip["start"] for clip in report["clips"] if not clip["dropped"]) <= 4.08
+    run = [*COMMON, "max_steps=2", "eval_samples=2", "eval_steps=2", "max_text_tokens=160",
+           "per_device_train_batch_size=2", f"recordings={raw}", *shared]  # fmt: skip
+    trained = run_demo(tmp_path / "run", f"dataset={out}", *run, launcher=False)
+    assert_ok(trained)
+    assert "longer than max_audio_frames" not in trained.stdout + trained.stderr  # every clip trained on
     changed = run_demo(tmp_path / "run2", f"dataset={out}", *run, "min_snr_db=3", launcher=False)
     assert changed.returncode == 1 and "cut from other recordings or settings than" in changed.stderr
     assert "(it was cut with min_snr_db: 20.0, this config says 3.0)" in changed.stderr
@@ -356,7 +383,7 @@ def test_segment_refuses_before_any_work(tmp_path, overrides, message):
     args = [f"recordings={raw}", *(o.format(**names) for o in overrides)]
     from tpu_demo.segment import main
 
-    result = run_main(main, [str(CONFIG), "segment_asr_model=pocketsphinx", *args])
+    result = run_main(main, [str(CONFIG), "segment_asr_model=pocketsphinx", "max_audio_frames=1720", *args])
     assert result.returncode == 1 and message.format(**names) in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and sorted(p.name for p in raw.iterdir()) == ["a.wav"]
     assert not (tmp_path / "out").exists()  # a refused run leaves no folder behind

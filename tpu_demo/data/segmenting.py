@@ -11,6 +11,7 @@ A fault costs its own piece only. Where a recording comes with its own text (NAM
 pieces through their transcripts and each keeps its part of it (speaker turns `[S1]`/`[S2]` included).
 """
 
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -34,6 +35,7 @@ TURN = re.compile(r"^\[S\d\]$")
 REPORT = "segment_report.json"  # in the dataset folder: every clip, kept or dropped, and what it was cut with
 PARTS = ".segmenting"  # one folder per recording: its stages' results, what makes a run resumable
 CORRECTIONS = "corrections.csv"  # the user's edits of metadata.csv texts, kept across reruns
+DIA_CODEC = (44100, 512)  # Dia's codec, descript/dac_44khz: its rate and hop, where the YAML's codec cannot be read
 
 
 @dataclass
@@ -444,16 +446,56 @@ def recogniser(config) -> str:
     return name
 
 
+def codec_frame_rate(codec: str | None) -> tuple[float, str]:
+    """Code frames a second of the YAML's `codec` (its config.json: in its folder, or in the hub's cache for an id),
+    and what it is, in words; Dia's DAC where the YAML names none or its config is not at hand."""
+    config = Path(codec) / "config.json" if codec else None
+    if codec and not config.is_file():
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            cached = try_to_load_from_cache(codec, "config.json")
+        except ValueError:  # not a hub id either
+            cached = None
+        config = Path(cached) if isinstance(cached, str) else None
+    if config is not None and config.is_file():
+        found = json.loads(config.read_text())
+        if found.get("sampling_rate") and found.get("hop_length"):
+            rate = found["sampling_rate"] / found["hop_length"]
+            return rate, f"{codec}: {found['sampling_rate']} Hz, hop {found['hop_length']}"
+    rate, hop = DIA_CODEC
+    return rate / hop, f"Dia's DAC: {rate} Hz, hop {hop}" + (f"; {codec} not at hand" if codec else "")
+
+
+def clip_settings(config):
+    """The segmenting settings with `max_clip_seconds` no longer than the clips training keeps: what
+    `max_audio_frames` holds at the frame rate of the YAML's codec (one frame spare: a codec rounds up)."""
+    settings = config.recordings
+    rate, codec = codec_frame_rate(config.data.codec)
+    fits = int((config.data.max_audio_frames - 1) / rate * 100) / 100
+    if fits >= settings.max_clip_seconds:
+        return settings
+    if fits <= settings.min_clip_seconds:
+        raise FineTuneError(
+            f"max_audio_frames {config.data.max_audio_frames} holds {fits:.2f} s at {rate:.2f} frames a second "
+            f"({codec}), no more than min_clip_seconds {settings.min_clip_seconds}: set max_audio_frames to the "
+            f"frames of the longest clip to train on ({int(settings.max_clip_seconds * rate) + 1} for "
+            f"max_clip_seconds {settings.max_clip_seconds})"
+        )
+    return dataclasses.replace(settings, max_clip_seconds=fits)
+
+
 def check_segmented(config) -> None:
     """Training on `recordings`: refuses a `dataset` not cut from them with these settings."""
     if not Path(config.recordings.recordings).is_dir():
         raise FineTuneError(f"recordings {config.recordings.recordings}: no such folder")
     report = Path(config.data.dataset) / REPORT
     found = json.loads(report.read_text()) if report.is_file() else {}
-    same = found.get("settings") == settings_fingerprint(config.recordings, recogniser(config))
+    settings = clip_settings(config)
+    same = found.get("settings") == settings_fingerprint(settings, recogniser(config))
     if not (same and found.get("recordings_digest") == recordings_digest(config.recordings.recordings)):
         state = "cut from other recordings or settings than" if found else "not cut from recordings"
-        now = json.loads(json.dumps(segment_settings(config.recordings, recogniser(config))))  # as the report has it
+        now = json.loads(json.dumps(segment_settings(settings, recogniser(config))))  # as the report has it
         cut = found.get("segment_settings", {})
         changed = [key for key, value in now.items() if cut.get(key, value) != value]
         differ = [f"{key}: {cut[key]}, this config says {now[key]}" for key in changed]
