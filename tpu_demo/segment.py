@@ -47,7 +47,7 @@ from tpu_demo.data.segmenting import (
 from tpu_demo.data.speech_models import missing_package
 from tpu_demo.errors import FineTuneError
 
-STAGES = 1  # the version of what the stages store: a change here redoes them all
+STAGES = 2  # the version of what the stages store: a change here redoes them all
 
 
 def key(*parts) -> str:
@@ -124,6 +124,8 @@ def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, s
     """Transcripts of the pieces that may be kept and have none yet; those of earlier runs are kept."""
     import soundfile
 
+    from tpu_demo.data.speech_models import levelled, without_dc
+
     judge(pieces, recording, settings)
     transcripts = stages.load("transcripts", stages.transcripts_key) or {}
     todo = [piece for piece in pieces if needs_transcript(piece, recording) and span(piece) not in transcripts]
@@ -133,7 +135,8 @@ def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, s
     for piece in todo:
         start, stop = int(piece.start * rate), int(piece.end * rate)
         audio, _ = soundfile.read(str(recording.path), start=start, stop=stop, dtype="float32", always_2d=True)
-        transcripts[span(piece)] = models.get("recogniser")(audio.mean(axis=1), rate)
+        heard = levelled(without_dc(audio.mean(axis=1), rate), rate)  # as the other models hear it
+        transcripts[span(piece)] = models.get("recogniser")(heard, rate)
     stages.save("transcripts", stages.transcripts_key, transcripts)
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tpu_demo.data.layouts import AUDIO_SUFFIXES
-from tpu_demo.data.speech_models import RATE
+from tpu_demo.data.speech_models import RATE, levelled, without_dc
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.intelligibility import normalise
 from tpu_demo.model.tokens import TEXT_TAGS
@@ -144,8 +144,9 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
 
 
 def read_recording(path: Path) -> tuple[np.ndarray, np.ndarray, int]:
-    """The recording as 16 kHz mono for the models, each 10 ms window's count of samples at full scale (any channel,
-    at its own rate), and its rate; read block by block, so only the 16 kHz copy is ever whole in memory."""
+    """The recording as 16 kHz mono for the models, without DC and levelled to LEVEL_LUFS, each 10 ms window's count
+    of samples at full scale (any channel, at its own rate, before any gain), and its rate; read block by block, so
+    only the 16 kHz copy is ever whole in memory."""
     import soundfile
     import soxr
 
@@ -159,7 +160,8 @@ def read_recording(path: Path) -> tuple[np.ndarray, np.ndarray, int]:
         clipped.append((np.abs(block[:whole]) >= 0.999).any(axis=1).reshape(-1, size).sum(axis=1))
         audio.append(stream.resample_chunk(block.mean(axis=1)))
     audio.append(stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True))
-    return np.concatenate(audio), np.concatenate(clipped or [np.zeros(0)]), rate
+    audio16k = levelled(without_dc(np.concatenate(audio), RATE))  # level and DC are no faults: gone before judging
+    return audio16k, np.concatenate(clipped or [np.zeros(0)]), rate
 
 
 def window_power(audio16k: np.ndarray) -> np.ndarray:
@@ -194,7 +196,7 @@ def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge, 
             piece.snr_db = round(10 * np.log10(max(float(np.mean(speech)) - level, 1e-12) / level), 2)
         first, last = int(start * 100), max(int(end * 100), int(start * 100) + 1)  # 10 ms windows
         piece.clipped = round(float(clipped[first:last].sum()) / ((last - first) * max(1, rate // 100)), 6)
-        samples = audio16k[int(start * RATE) : int(end * RATE)]
+        samples = levelled(audio16k[int(start * RATE) : int(end * RATE)])  # each piece at one level
         piece.dnsmos, piece.voice = judge(samples), encoder(samples)
         pieces.append(piece)
     return pieces
@@ -262,7 +264,14 @@ def disagreement(text: str, transcript: str) -> float:
 
 
 def judge(pieces: list[Piece], recording: Recording, settings) -> None:
-    """Drops the pieces that fail a threshold of their own, naming the measure that decided."""
+    """Drops the pieces that fail a threshold of their own, naming the measure that decided; all of a recording
+    whose speech is shorter than `min_clip_seconds` is too short, whatever else is wrong with it."""
+    speech = sum(piece.end - piece.start for piece in pieces)
+    if pieces and pieces[-1].end - pieces[0].start < settings.min_clip_seconds:
+        for piece in pieces:
+            piece.dropped = "too short"
+            piece.detail = f"all the speech of its recording is {speech:.2f} s < min_clip_seconds"
+        return
     for piece in pieces:
         bak, ovrl = piece.dnsmos.get("bak", 5.0), piece.dnsmos.get("ovrl", 5.0)
         if piece.end - piece.start > settings.max_clip_seconds:
@@ -283,15 +292,22 @@ def needs_transcript(piece: Piece, recording: Recording) -> bool:
     return recording.text is not None or not piece.dropped
 
 
+VOICE_SECONDS = 1.0  # a shorter piece's voice embedding is too uncertain to judge it by (GE2E: 1.6 s windows)
+
+
 def drop_other_voices(pieces: list[Piece], threshold: float) -> None:
-    """Drops the pieces of one speaker whose voice is less similar than `threshold` to the speaker's voice (the mean
-    of the others, taken again without those dropped); needs three pieces to tell a voice from the rest."""
+    """Drops the pieces of one speaker whose voice is less similar than `threshold` to the speaker's voice: the mean
+    of the half of its pieces nearest the mean of all, so that other voices and faults do not pull it; taken again
+    without those dropped. Needs three pieces of VOICE_SECONDS or more to tell a voice from the rest; a shorter piece
+    is judged with its clip (join), not by its voice."""
     for _ in range(2):
-        kept = [piece for piece in pieces if not piece.dropped and piece.voice]
+        kept = [p for p in pieces if not p.dropped and p.voice and p.end - p.start >= VOICE_SECONDS]
         if len(kept) < 3:
             return
         voices = np.array([piece.voice for piece in kept])
         centre = voices.mean(axis=0)
+        nearest = np.argsort(-(voices @ centre))[: max(2, (len(kept) + 1) // 2)]
+        centre = voices[nearest].mean(axis=0)
         centre /= np.linalg.norm(centre)
         for piece, similarity in zip(kept, voices @ centre, strict=True):
             if similarity < threshold:
@@ -368,7 +384,8 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings) ->
 
 
 def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float) -> None:
-    """The clip's audio from the recording at `path`, loudness-normalised, as 16-bit WAV at the recording's rate."""
+    """The clip's audio from the recording at `path`, without DC, loudness-normalised, as 16-bit WAV at the
+    recording's rate."""
     import soundfile
 
     from tpu_demo.data.speech_models import loudness_normalised
@@ -380,7 +397,8 @@ def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float) -> Non
     clip.audio = f"clips/{clip.recording}-{round(clip.start * 100):07d}.wav"
     target = out_dir / clip.audio
     target.parent.mkdir(parents=True, exist_ok=True)
-    soundfile.write(str(target), loudness_normalised(audio.mean(axis=1), rate, target_lufs), rate, subtype="PCM_16")
+    mono = without_dc(audio.mean(axis=1), rate)
+    soundfile.write(str(target), loudness_normalised(mono, rate, target_lufs), rate, subtype="PCM_16")
 
 
 def drop_unusual_pace(clips: list[Clip], tolerance: float) -> None:
