@@ -309,6 +309,59 @@ def write_levelling_faults(folder, sentences: int = 4, seed: int = 0) -> dict:
     return truth
 
 
+def burst(rate: int, seconds: float = 0.12, seed: int = 0) -> np.ndarray:
+    """A cough or a click: noise in a sharp attack and a fast decay, peak 0.4."""
+    t = np.arange(int(seconds * rate)) / rate
+    shape = np.minimum(1, t / 0.005) * np.exp(-t / (seconds / 4))
+    samples = np.random.default_rng(seed).standard_normal(len(t)) * shape
+    return (0.4 * samples / np.abs(samples).max()).astype(np.float32)
+
+
+def write_pause_faults(folder, sentences: int = 4, seed: int = 0) -> dict:
+    """Recordings whose pauses and band are at fault: alice's sentences under 40 dB noise with a cough or click in
+    each pause (the bursts faulty, the sentences good), alice's sentences with a 6 s pause in the middle, and bob's
+    sentences band-limited to a telephone's 300-3400 Hz at 44.1 kHz (faulty: a full-band codec would learn them
+    muffled). The truth, as `write_recordings` gives it."""
+    import soundfile
+    from scipy.signal import butter, sosfiltfilt
+
+    folder, truth = Path(folder), {}
+    texts = list(islice(cycle(SENTENCES[5:]), 3 * sentences))
+
+    def save(name, samples, rate, found, fault):
+        path = folder / f"{name}.wav"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        soundfile.write(str(path), samples, rate, subtype="PCM_16")
+        truth[name] = {"file": str(path.relative_to(folder)), "fault": fault, "rate": rate,
+                       "seconds": len(samples) / rate, "sentences": [asdict(s) for s in found]}  # fmt: skip
+
+    rate, voice = RATES["alice"], VOICES["alice"]
+    samples, found = talk(texts[:sentences], voice, rate, seed + 90, lead=1.0)
+    pauses = [(0.0, found[0].start)] + [(a.end, b.start) for a, b in zip(found, found[1:], strict=False)]
+    bursts = []
+    for number, (start, end) in enumerate(pauses):
+        cough = burst(rate, seed=seed + number)
+        at = round((start + end) / 2 * rate) - len(cough) // 2
+        samples[at : at + len(cough)] += cough
+        bursts.append(Sentence(at / rate, (at + len(cough)) / rate, "", "", True, "burst"))
+    samples = add_noise(samples, found, rate, 40, "white", seed + 91)
+    save("alice/bursts", samples, rate, sorted(found + bursts, key=lambda s: s.start), "coughs/clicks in pauses")
+    first, found = talk(texts[sentences : sentences + 2], voice, rate, seed + 92)
+    second, later = talk(texts[sentences + 2 : sentences + 4], voice, rate, seed + 93)
+    gap = np.zeros(int(5.0 * rate), np.float32)  # with the 0.5 s leads: a 6 s pause
+    offset = (len(first) + len(gap)) / rate
+    for sentence in later:
+        sentence.start, sentence.end = sentence.start + offset, sentence.end + offset
+    save("alice/long-pause", np.concatenate([first, gap, second]), rate, found + later, "a 6 s pause")
+    rate, voice = RATES["bob"], VOICES["bob"]
+    samples, found = talk(texts[2 * sentences : 3 * sentences], voice, rate, seed + 94)
+    band = sosfiltfilt(butter(8, [300, 3400], btype="bandpass", fs=rate, output="sos"), samples)
+    for sentence in found:
+        sentence.faulty, sentence.fault = True, "band-limited"
+    save("bob/telephone", (band * (0.5 / np.abs(band).max())).astype(np.float32), rate, found, "telephone band")
+    return truth
+
+
 def skipped_recordings(report: dict) -> dict:
     """The report's recordings it could not read, name -> reason (`skipped`: a mapping, or a list of names or of
     {recording, reason}); none where the report has no such key."""
@@ -348,10 +401,21 @@ def _covered(start: float, end: float, intervals) -> float:
     return sum(max(0.0, min(end, b) - max(start, a)) for a, b in intervals)
 
 
+def _longest_silence(clip: dict, sentences) -> float:
+    """The longest stretch of `clip` with no sentence (nor burst) in it, in seconds."""
+    edges = [clip["start"]]
+    for sentence in sorted(sentences, key=lambda s: s.start):
+        if sentence.end > clip["start"] and sentence.start < clip["end"]:
+            edges += [max(sentence.start, clip["start"]), min(sentence.end, clip["end"])]
+    edges.append(clip["end"])
+    return max(b - a for a, b in zip(edges[::2], edges[1::2], strict=True))
+
+
 def score(truth: dict, report: dict) -> list[dict]:
     """Per planted recording: its fault, the reasons the report gives for the clips over its faulty sentences (over
     all its sentences where none is faulty), the seconds of good speech kept and lost (covered by no kept clip), the
-    seconds of faulty speech kept, and the cuts inside sentences (clip edges more than INSIDE s into one)."""
+    seconds of faulty speech kept, the cuts inside sentences (clip edges more than INSIDE s into one), and the longest
+    silence inside a kept clip."""
     skipped, rows = skipped_recordings(report), []
     for name, planted in truth.items():
         sentences = [Sentence(**s) for s in planted["sentences"]]
@@ -377,6 +441,8 @@ def score(truth: dict, report: dict) -> list[dict]:
             "good_lost": sum(s.end - s.start - _covered(s.start, s.end, kept) for s in good),
             "faulty_kept": sum(_covered(s.start, s.end, kept) for s in sentences if s.faulty),
             "cuts_inside": sum(s.start + INSIDE < edge < s.end - INSIDE for edge in edges for s in said),
+            "longest_silence_kept": max((_longest_silence(c, sentences) for c in clips if not c.get("dropped")),
+                                        default=0.0),
         })  # fmt: skip
     return rows
 

@@ -141,6 +141,7 @@ def test_the_scorer_counts_kept_lost_and_cut_speech():
     assert talk["good_kept"] == pytest.approx(3.0) and talk["good_lost"] == pytest.approx(1.0)
     assert talk["faulty_kept"] == pytest.approx(1.0)
     assert talk["cuts_inside"] == 2  # 5.0 inside the second sentence, 8.0 inside the third
+    assert talk["longest_silence_kept"] == pytest.approx(1.0)  # 6..7, between the second sentence and the third
     assert bad["reasons"] == {"not in report": 1}
     skipped = {"skipped": [{"recording": "a/bad.wav", "reason": "unreadable"}]}
     assert pf.score(truth, skipped)[1]["reasons"] == {"skipped: unreadable": 1}

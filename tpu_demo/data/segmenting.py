@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tpu_demo.data.layouts import AUDIO_SUFFIXES
-from tpu_demo.data.speech_models import RATE, levelled, without_dc
+from tpu_demo.data.speech_models import RATE, bandwidth, levelled, without_dc
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.intelligibility import normalise
 from tpu_demo.model.tokens import TEXT_TAGS
@@ -31,6 +31,8 @@ from tpu_demo.model.tokens import TEXT_TAGS
 WINDOW = 0.02  # seconds: noise is measured on 20 ms windows
 EDGE = 0.15  # seconds of a pause kept at each end of a clip (half of a shorter pause)
 NOISE_REACH = 3.0  # seconds: a piece's noise is that of the pauses this close to it, if 0.3 s or more
+JOIN_PAUSE = 2.0  # seconds: pieces further apart are never one clip (a clip would teach the model long silences)
+MIN_BANDWIDTH_HZ = 6000.0  # a narrower piece (telephone 3.4 kHz, AM radio 5 kHz) would teach a full-band codec muffled
 TURN = re.compile(r"^\[S\d\]$")
 REPORT = "segment_report.json"  # in the dataset folder: every clip, kept or dropped, and what it was cut with
 PARTS = ".segmenting"  # one folder per recording: its stages' results, what makes a run resumable
@@ -54,6 +56,8 @@ class Piece:
     end: float
     snr_db: float | None = None  # None: no pause near it to measure the noise in
     clipped: float = 0.0  # share of its samples at full scale
+    bandwidth_hz: float | None = None  # speech_models.bandwidth, in the 16 kHz copy
+    sound_before: bool = False  # a sound in the pause before it (a cough, a click): no clip joins across it
     dnsmos: dict = field(default_factory=dict)
     voice: list = field(default_factory=list)  # speaker embedding
     transcript: str | None = None
@@ -72,6 +76,7 @@ class Clip:
     text: str = ""  # what the dataset says is said
     transcript: str = ""  # what the recogniser heard
     snr_db: float | None = None
+    bandwidth_hz: float | None = None  # the narrowest of its pieces'
     dropped: str | None = None  # why, in a few words (the report counts by them), for a clip that is not kept
     detail: str = ""  # the figures behind `dropped`
     dnsmos: dict = field(default_factory=dict)
@@ -177,16 +182,21 @@ def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge, 
     for start, end in spans:  # a pause starts 0.1 s away from speech: its edges carry speech
         pause[max(0, int((start - 0.1) / WINDOW)) : int((end + 0.1) / WINDOW) + 1] = False
     centres = np.arange(len(power)) * WINDOW
-    pieces = []
+    pieces, previous_end = [], None
     for start, end in spans:
         piece = Piece(round(start, 3), round(end, 3))
+        if previous_end is not None:  # a window of the pause 20 dB over its median: a sound no clip may hold
+            between = power[pause & (centres > previous_end) & (centres < start)]
+            piece.sound_before = bool(len(between) and between.max() > max(100 * np.median(between), 1e-7))
+        previous_end = end
         noise = None
         for reach in (NOISE_REACH, 15.0, np.inf):  # the nearest pauses that are long enough to measure
             sides = [
                 pause & (centres >= start - reach) & (centres < start),
                 pause & (centres > end) & (centres <= end + reach),
             ]
-            levels = [float(np.mean(power[side])) for side in sides if side.sum() * WINDOW >= 0.3]
+            # the median window: a click or a cough in the pause is not the noise under the speech
+            levels = [float(np.median(power[side])) for side in sides if side.sum() * WINDOW >= 0.3]
             if levels:  # the quieter side: noise that starts or stops in a pause is not this piece's
                 noise = min(levels)
                 break
@@ -197,7 +207,7 @@ def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge, 
         first, last = int(start * 100), max(int(end * 100), int(start * 100) + 1)  # 10 ms windows
         piece.clipped = round(float(clipped[first:last].sum()) / ((last - first) * max(1, rate // 100)), 6)
         samples = levelled(audio16k[int(start * RATE) : int(end * RATE)])  # each piece at one level
-        piece.dnsmos, piece.voice = judge(samples), encoder(samples)
+        piece.dnsmos, piece.voice, piece.bandwidth_hz = judge(samples), encoder(samples), bandwidth(samples)
         pieces.append(piece)
     return pieces
 
@@ -278,6 +288,9 @@ def judge(pieces: list[Piece], recording: Recording, settings) -> None:
             piece.dropped, piece.detail = "too long", f"no pause within max_clip_seconds {settings.max_clip_seconds}"
         elif piece.clipped > settings.max_clipped_share:
             piece.dropped, piece.detail = "clipping", f"{piece.clipped:.2%} of its samples at full scale"
+        elif piece.bandwidth_hz is not None and piece.bandwidth_hz < MIN_BANDWIDTH_HZ:
+            piece.dropped = "band-limited"
+            piece.detail = f"bandwidth {piece.bandwidth_hz / 1000:.1f} kHz < {MIN_BANDWIDTH_HZ / 1000:.0f} kHz"
         elif piece.snr_db is not None and piece.snr_db < settings.min_snr_db:
             piece.dropped, piece.detail = "noisy", f"SNR {piece.snr_db:.1f} dB < min_snr_db {settings.min_snr_db}"
         elif bak < settings.min_dnsmos_bak:
@@ -349,15 +362,20 @@ def joined_text(parts: list[str]) -> str:
 
 
 def join(pieces: list[Piece], recording: Recording, seconds: float, settings) -> list[Clip]:
-    """Clips of neighbouring kept pieces, at most `max_clip_seconds` with their margins; each dropped piece a
-    dropped clip of its own. A clip's margins are up to EDGE of the pauses around it, never past half of one."""
+    """Clips of neighbouring kept pieces, at most `max_clip_seconds` with their margins and no pause longer than
+    JOIN_PAUSE inside nor a sound in a pause; each dropped piece a dropped clip of its own. A clip's margins are up to
+    EDGE of the pauses around it, never past half of one."""
     groups, group = [], []  # runs of indices into `pieces`
     for number, piece in enumerate(pieces):
         if piece.dropped:
             groups += [group] if group else []
             groups.append([number])
             group = []
-        elif group and piece.end - pieces[group[0]].start + 2 * EDGE > settings.max_clip_seconds:
+        elif group and (
+            piece.end - pieces[group[0]].start + 2 * EDGE > settings.max_clip_seconds
+            or piece.start - pieces[group[-1]].end > JOIN_PAUSE
+            or piece.sound_before
+        ):
             groups.append(group)
             group = [number]
         else:
@@ -375,6 +393,8 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings) ->
         clip.transcript = " ".join(piece.transcript or "" for piece in group).strip()
         snrs = [piece.snr_db for piece in group if piece.snr_db is not None]
         clip.snr_db = min(snrs) if snrs else None
+        widths = [piece.bandwidth_hz for piece in group if piece.bandwidth_hz is not None]
+        clip.bandwidth_hz = min(widths) if widths else None
         clip.dnsmos = {key: min(piece.dnsmos[key] for piece in group) for key in group[0].dnsmos}
         clip.dropped, clip.detail = group[0].dropped, group[0].detail
         if not clip.dropped and clip.seconds < settings.min_clip_seconds:

@@ -113,6 +113,23 @@ def levelled(audio: np.ndarray, rate: int = RATE, target_lufs: float = LEVEL_LUF
     return (audio * np.float32(gain)).astype(np.float32)
 
 
+BANDWIDTH_FLOOR_DB = 50.0  # a piece's bandwidth: the highest frequency its spectrum reaches within this of its peak
+
+
+def bandwidth(audio16k: np.ndarray) -> float | None:
+    """The highest frequency in Hz (at most 8000, the 16 kHz copy's) where the piece's average spectrum (Welch, 32 ms
+    windows, smoothed over 5 bins) is within BANDWIDTH_FLOOR_DB of its peak: about 7800 for full-band speech, 4000
+    for a telephone's 300-3400 Hz band however it is stored. None for less than one window."""
+    from scipy.signal import welch
+
+    if len(audio16k) < 512 or not np.any(audio16k):
+        return None
+    frequencies, power = welch(audio16k.astype(np.float64), RATE, nperseg=512)
+    power = np.convolve(power, np.ones(5) / 5, mode="same")
+    reached = np.flatnonzero(power >= power.max() * 10 ** (-BANDWIDTH_FLOOR_DB / 10))
+    return round(float(frequencies[reached[-1]]), 1)
+
+
 def loudness_normalised(audio: np.ndarray, rate: int, target_lufs: float) -> np.ndarray:
     """`audio` at `target_lufs` integrated loudness (BS.1770), its peak kept at or below -1 dBFS."""
     import pyloudnorm
