@@ -197,6 +197,17 @@ def test_interrupted_run_resumes_exactly(uninterrupted, tmp_path, stateful, stop
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+@pytest.mark.parametrize("stateful", [True, False], ids=["stateful_dataloader", "skip_first_batches"])
+def test_batches_collated_by_workers_train_and_resume_as_the_main_process_does(uninterrupted, tmp_path, stateful):
+    resumed = tmp_path / "resumed"
+    common = [*RESUME_RUN, "train_sampling_strategy=group_by_length", "dataloader_num_workers=2"]
+    common.append(f"stateful_dataloader={stateful}")
+    assert_ok(run_demo(resumed, *common, "stop_after_steps=6", launcher=False))
+    assert_ok(run_demo(resumed, *common, "resume_from_checkpoint=latest", launcher=False))
+    assert losses_by_step(resumed) == losses_by_step(uninterrupted("group_by_length"))
+
+
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
 def test_run_resumed_between_logging_steps_logs_what_an_uninterrupted_run_logs(tmp_path):
     """Interrupted at step 6 with a log every 4 steps: the log at step 8 still averages steps 5-8, not 7-8."""
     run = ["max_steps=8", "logging_steps=4", "eval_strategy=no", "save_strategy=no"]

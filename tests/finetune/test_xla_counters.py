@@ -82,6 +82,7 @@ def test_each_mark_charges_what_happened_since_the_last_mark_to_its_phase(fake_c
             "compilations_later": 1,
             "transfers_first": 2,
             "transfers_later": 2,
+            "recompiled": [{"call": 3, "graphs": []}],
         },
         "eval": {
             "first_calls": 1,
@@ -117,3 +118,40 @@ def test_train_counts_its_warmup_steps_as_first_calls(fake_counts, warmup_steps,
 def test_a_phase_never_marked_is_not_in_the_summary(fake_counts):
     counters = XlaCounters(on(DistributedType.XLA), warmup_steps=1)
     assert counters.summary() == {}
+
+
+def test_a_shape_first_met_late_is_warm_up_and_so_is_the_mark_after_it(fake_counts):
+    """Length buckets: a graph named for the first time compiles, at its mark or (run late, at the next batch) at
+    the next; a graph named before that compiles again is a recompilation, charged to its shape."""
+    counters = XlaCounters(on(DistributedType.XLA), warmup_steps=1)
+    marks = [  # compilations since the previous mark, the graphs the mark names, its shape
+        (2, [(16, 8, True)], (16, 8)),  # warm-up
+        (0, [(16, 8, True)], (16, 8)),
+        (0, [(24, 16, True)], (24, 16)),  # a new shape: its graph runs at the next batch
+        (1, [(16, 8, True)], (16, 8)),  # ... so this compilation is its warm-up
+        (1, [(24, 16, True)], (24, 16)),  # nothing new: compiled again
+    ]
+    for compiled, graphs, shape in marks:
+        fake_counts.add(compiled, 0)
+        counters.mark("train", graphs=graphs, shape=shape)
+    train = counters.summary()["train"]
+    assert (train["compilations_first"], train["compilations_later"]) == (3, 1)
+    assert train["shapes"]["16x8"] == {"calls": 3, "compilations_first": 3, "compilations_later": 0}
+    assert train["shapes"]["24x16"] == {"calls": 2, "compilations_first": 0, "compilations_later": 1}
+    assert train["recompiled"] == [{"call": 5, "graphs": [[24, 16, True]]}]
+
+
+def test_the_first_step_after_another_phase_is_a_graph_of_its_own(fake_counts):
+    counters = XlaCounters(on(DistributedType.XLA), warmup_steps=1)
+    for phase, compiled in (
+        ("train", 2),
+        ("train", 0),
+        ("eval", 3),
+        ("train", 1),
+        ("train", 0),
+        ("eval", 0),
+        ("train", 0),
+    ):
+        fake_counts.add(compiled, 0)
+        counters.mark(phase, graphs=[(16, 8, True)] if phase == "train" else ())
+    assert counters.summary()["train"]["compilations_later"] == 0

@@ -30,6 +30,7 @@ class XlaCounters:
         self.phases: dict[str, dict[str, int]] = {}
         self.seen: dict[str, set] = {}  # phase: the graphs its marks named
         self.new_before: dict[str, bool] = {}  # phase: whether its last mark named a new one
+        self.last_phase = None
         self.last = counts() if self.enabled else (0, 0)
 
     def compilations(self):
@@ -45,6 +46,9 @@ class XlaCounters:
         compiled, transferred = now[0] - self.last[0], now[1] - self.last[1]
         self.last = now
         record = self.phases.setdefault(phase, dict.fromkeys(self._keys(), 0))
+        if self.last_phase not in (phase, None):  # the first call after another phase starts from what that left
+            graphs = [(*graph, "after", self.last_phase) for graph in graphs]
+        self.last_phase = phase
         seen = self.seen.setdefault(phase, set())
         new = bool(set(graphs) - seen)
         seen.update(graphs)
@@ -53,6 +57,9 @@ class XlaCounters:
         when = "first" if warming else "later"
         record["calls"] += 1
         record[f"compilations_{when}"] += compiled
+        if when == "later" and compiled:  # a graph compiled again: which call, after which graphs (the first 5)
+            recompiled = record.setdefault("recompiled", [])
+            recompiled += [{"call": record["calls"], "graphs": [list(g) for g in graphs]}][: 5 - len(recompiled)]
         record[f"transfers_{when}"] += transferred
         if shape is not None:
             keys = ("calls", "compilations_first", "compilations_later")

@@ -286,7 +286,7 @@ class DiaFineTune:
             if self.spmd:  # a new XLA loader: without this its batches would arrive whole on every device
                 self.spmd.shard_loaders(loader)
         per_step = None if self.steps_on_metric else self.scheduler
-        graphs = []  # what the step's micro-batches compiled to on XLA: a graph per shape, and whether it synced
+        graphs = []  # what the step's micro-batches compile to on XLA: a graph per shape, sync, sums and log
         for batch in loader:
             position = progress.batches_in_epoch + 1
             sync = position % args.gradient_accumulation_steps == 0 or position == len(self.train_loader)
@@ -294,11 +294,12 @@ class DiaFineTune:
                 accelerator, self.model, batch, self.optimizer, per_step, args.max_grad_norm, self.loss_fn, sync
             )
             progress.batches_in_epoch += 1
+            fresh = stats.micro_batches == 0  # the first sum after a log starts from new zeros: another graph
             stats.add_micro_batch(loss, batch["labels"], batch)
             self.seen.extend(batch["index"])
             self.prompted += sum(batch["prompted"])
             shape = (batch["input_ids"].shape[1], batch["decoder_input_ids"].shape[1])
-            graphs.append((*shape, sync))
+            graphs.append((*shape, sync, fresh))
             if not accelerator.sync_gradients:
                 continue
             progress.step += 1
