@@ -173,7 +173,8 @@ class DiaFineTune:
             self.samples.add_reference_voices(self.dataset, eval_indices)
         data = config.data
         prompts = AudioPrompts(self.dataset, train_indices, data.audio_prompts, data.audio_prompt_max_frames)
-        self.length_buckets = data.length_buckets if data.length_buckets is not None else 4 if self.on_xla else 0
+        compiled = self.on_xla or args.torch_compile  # a graph compiler compiles for each shape it meets
+        self.length_buckets = data.length_buckets if data.length_buckets is not None else 4 if compiled else 0
         shapes = (model_config.delay_pattern, data.max_text_tokens, data.max_audio_frames)
         padding = {"multiple": data.pad_to_multiple_of, "buckets": self.length_buckets}
         self.collator = DiaCollator(
