@@ -43,6 +43,9 @@ CONFLICTS = [
     (["accelerator_state_policy=reset"], "accelerator_state_policy: now `accelerator_config: {existing_state: auto}`"),
     (["accelerator_config={split_batches: true}"], "accelerator_config: split_batches: not read by this fine-tuner"),
     (["accelerator_config=accelerate.json"], "accelerator_config: a mapping here ({existing_state: auto})"),
+    (["length_buckets=1", "pad_to_multiple_of=64"], "pad_to_multiple_of: set, but length_buckets is 1"),
+    (["length_buckets=-1"], "length_buckets: -1 is not 0 (the longest of each batch) or more"),
+    (["pad_to_multiple_of=0"], "pad_to_multiple_of: 0 is not 1 or more"),
 ]
 
 
@@ -93,3 +96,27 @@ def test_a_config_that_is_not_yaml_is_named_with_its_line(tmp_path):
     (tmp_path / "my.yaml").write_text("max_steps: 10\nsample_prompts: [one, two\n")
     with pytest.raises(FineTuneError, match=r"my.yaml, line 3: not YAML \(expected ',' or '\]'"):
         load_raw(tmp_path / "my.yaml")
+
+
+@pytest.mark.parametrize("spelling", ["group_by_length=true", "train_sampling_strategy=group_by_length"])
+def test_either_releases_spelling_of_length_grouping_is_read(spelling):
+    from tpu_demo.config.checks import train_sampling
+    from tpu_demo.config.load import load_raw, parse_all
+
+    with accelerate_environment_cleared():
+        config = parse_all(load_raw(ROOT / "tpu_demo/configs/tiny.yaml", [spelling]))
+    assert train_sampling(config.training) == "group_by_length"
+
+
+def test_a_sampling_strategy_the_fine_tuner_does_not_apply_is_refused():
+    from transformers import TrainingArguments
+
+    from tpu_demo.config.checks import check_config
+    from tpu_demo.config.load import load_raw
+    from tpu_demo.errors import FineTuneError
+
+    raw = load_raw(ROOT / "tpu_demo/configs/tiny.yaml", ["train_sampling_strategy=batch_rebalance"])
+    on_5x = "train_sampling_strategy" in TrainingArguments.__dataclass_fields__
+    expected = "train_sampling_strategy: 'batch_rebalance' is not one of" if on_5x else "unknown config keys"
+    with pytest.raises(FineTuneError, match=re.escape(expected)):
+        check_config(raw)

@@ -57,6 +57,8 @@ def check_config(raw: dict) -> None:
     args = config.training
     if data.eval_samples == 0 and args.eval_strategy != "no":
         raise FineTuneError(f"eval_strategy: {args.eval_strategy} needs held-out samples (eval_samples: 0)")
+    if "pad_to_multiple_of" in raw and data.length_buckets == 1:
+        raise FineTuneError("pad_to_multiple_of: set, but length_buckets is 1 (every batch at the maxima)")
     if evaluation.early_stopping_patience and args.eval_strategy == "no":
         raise FineTuneError("early_stopping_patience: needs evaluations (eval_strategy: steps or epoch)")
     if evaluation.early_stopping_threshold and not evaluation.early_stopping_patience:
