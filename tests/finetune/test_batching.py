@@ -6,7 +6,7 @@ import pytest
 import torch
 from parameterized import parameterized
 
-from tests.testing_utils import require_dia
+from tests.testing_utils import bug_on_unpatched, require_dia
 from tpu_demo.data.batching import BatchLengths, LengthGroupedSampler
 
 
@@ -106,3 +106,23 @@ def test_grouped_batches_pad_far_less_than_random_ones_and_the_longest_comes_fir
     random = [shuffled[i : i + 8] for i in range(0, 2000, 8)]
     assert padded_share(grouped) < 0.05 < 0.25 < padded_share(random)
     assert max(lengths) in [lengths[i] for i in grouped[0]]
+
+
+@bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
+def test_a_run_padded_to_its_batches_trains_and_evaluates_as_one_padded_to_the_maxima(tmp_path):
+    """The same data in the same order: only the padding differs, so the losses agree to float rounding, while the
+    padded share of the decoder's positions falls."""
+    from tests.demo_utils import assert_ok, eval_losses, losses_by_step, metrics, run_demo
+
+    settings = ["max_steps=6", "logging_steps=2", "eval_steps=6", "save_strategy=no", "max_audio_frames=48"]
+    runs = {buckets: tmp_path / f"buckets{buckets}" for buckets in (1, 0)}
+    for buckets, out in runs.items():
+        assert_ok(run_demo(out, *settings, f"length_buckets={buckets}", launcher=False))
+    for losses in (losses_by_step, eval_losses):
+        fitted, full = losses(runs[0]), losses(runs[1])
+        assert fitted.keys() == full.keys() and fitted
+        assert all(fitted[step] == pytest.approx(full[step], rel=1e-4) for step in full), (fitted, full)
+    share = {
+        buckets: max(m["padding_share"] for m in metrics(out) if "padding_share" in m) for buckets, out in runs.items()
+    }
+    assert share[0] < 0.5 < share[1], share  # synthetic clips of 6-15 frames against 48
