@@ -5,12 +5,12 @@ clean controls (alice's WAV with its transcript, bob's FLAC), white and pink noi
 whole recordings (below 20 dB the speech counts as faulty), a recording whose second half is noisy at 10 dB, one
 sentence clipped, one sentence in the other voice, music only, noise only, a corrupt file and a truncated WAV; and
 faults a tool downstream fixes, whose speech should be kept (-40 dBFS peak, a DC offset of 0.2), a 0.3 s file, coughs
-and clicks in the pauses (the bursts faulty), a 6 s pause, and a telephone band (300-3400 Hz) at 44.1 kHz. The
-segmenter runs on it as a user runs it (a new interpreter, offline, one thread), and this prints a row per recording:
-its fault, the reasons the report gives for the clips over the faulty sentences (over all of them where none is),
-seconds of good speech kept and lost, seconds of faulty speech kept, cuts inside sentences, the longest silence inside
-a kept clip; then the totals and the segmenting time per hour of audio. A failed run prints the end of its stderr and
-exits 1.
+and clicks in the pauses (the bursts faulty), a 6 s pause, a telephone band (300-3400 Hz) at 44.1 kHz, and a script
+lacking a sentence said and holding one never said. The segmenter runs on it as a user runs it (a new interpreter,
+offline, one thread), and this prints a row per recording: its fault, the reasons the report gives for the clips over
+the faulty sentences (over all of them where none is), seconds of good speech kept and lost, seconds of faulty speech
+kept, cuts inside sentences, the longest silence inside a kept clip, kept clips whose text is not what is said in them;
+then the totals and the segmenting time per hour of audio. A failed run prints the end of its stderr and exits 1.
 
     python benchmarks/segment_faults.py [--out DIR] [--asr pocketsphinx] [--keep] [--omit FAULT] [key=value ...]
 """
@@ -43,6 +43,7 @@ def build(work: Path, asr: str, omit: list[str], overrides: list[str]) -> tuple[
     truth = planted().write_recordings(recordings)
     truth |= planted().write_levelling_faults(recordings)  # faults a tool downstream fixes: kept, levelled
     truth |= planted().write_pause_faults(recordings)  # bursts in pauses, a long pause, a telephone band
+    truth |= planted().write_script_faults(recordings)  # a script with a sentence missing and one never said
     for name in [name for name, planted in truth.items() if planted["fault"] in omit or name in omit]:
         (recordings / truth.pop(name)["file"]).unlink()
     (work / "truth.json").write_text(json.dumps(truth, indent=1))
@@ -68,18 +69,20 @@ def run(config: Path) -> tuple[subprocess.CompletedProcess, float]:
 def table(rows: list[dict], audio_seconds: float, elapsed: float) -> list[str]:
     reasons_text = planted().reasons_text
     lines = [f"{'fault':<26} {'reason given':<46} {'kept s':>7} {'lost s':>7} {'faulty kept s':>13} {'cuts':>4} "
-             f"{'silence s':>9}"]  # fmt: skip
+             f"{'silence s':>9} {'wrong text':>10}"]  # fmt: skip
     for row in rows:
         reasons = reasons_text(row["reasons"])
         reasons = reasons if len(reasons) <= 46 else reasons[:43] + "..."
         lines.append(
             f"{row['fault']:<26} {reasons:<46} {row['good_kept']:7.1f} {row['good_lost']:7.1f} "
-            f"{row['faulty_kept']:13.1f} {row['cuts_inside']:4d} {row['longest_silence_kept']:9.1f}"
+            f"{row['faulty_kept']:13.1f} {row['cuts_inside']:4d} {row['longest_silence_kept']:9.1f} "
+            f"{row['wrong_text']:10d}"
         )
     good = sum(row["good_seconds"] for row in rows)
     kept, lost = sum(row["good_kept"] for row in rows), sum(row["good_lost"] for row in rows)
     faulty, cuts = sum(row["faulty_kept"] for row in rows), sum(row["cuts_inside"] for row in rows)
-    lines.append(f"{'total':<26} {'':<46} {kept:7.1f} {lost:7.1f} {faulty:13.1f} {cuts:4d}")
+    wrong = sum(row["wrong_text"] for row in rows)
+    lines.append(f"{'total':<26} {'':<46} {kept:7.1f} {lost:7.1f} {faulty:13.1f} {cuts:4d} {'':9} {wrong:10d}")
     lines.append(
         f"good speech {good:.1f} s: kept {kept / max(good, 1e-9):.0%}, lost {lost:.1f} s; faulty speech kept "
         f"{faulty:.1f} s; cuts inside sentences (clip edges > 0.2 s into one): {cuts}"

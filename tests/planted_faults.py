@@ -7,6 +7,7 @@ sentence's times are where its sound is (espeak's own silence before and after i
 power of the active speech (the mean square of the 20 ms windows inside the sentences no more than `ACTIVE_DB` below
 the loudest of them) over the power of the noise (its mean square over the span it is added to)."""
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -362,6 +363,26 @@ def write_pause_faults(folder, sentences: int = 4, seed: int = 0) -> dict:
     return truth
 
 
+def write_script_faults(folder, sentences: int = 6, seed: int = 0) -> dict:
+    """A recording read from a script that is not quite what was said, as a practitioner's often is: the script
+    (NAME.txt) lacks its second sentence and has one more at the end that was never said. All its speech is good;
+    a segmenter must give each kept clip the words said in it. The truth, as `write_recordings` gives it."""
+    import soundfile
+
+    folder, truth, rate, voice = Path(folder), {}, RATES["alice"], VOICES["alice"]
+    said = list(islice(cycle(SENTENCES[11:]), sentences))
+    samples, found = talk(said, voice, rate, seed + 100)
+    path = folder / "alice/script-mismatch.wav"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    soundfile.write(str(path), samples, rate, subtype="PCM_16")
+    script = [said[0], *said[2:], SENTENCES[0]]
+    path.with_suffix(".txt").write_text("\n".join(script) + "\n", encoding="utf-8")
+    truth["alice/script-mismatch"] = {"file": "alice/script-mismatch.wav", "fault": "script: one missing, one extra",
+                                      "rate": rate, "seconds": len(samples) / rate,
+                                      "sentences": [asdict(s) for s in found]}  # fmt: skip
+    return truth
+
+
 def skipped_recordings(report: dict) -> dict:
     """The report's recordings it could not read, name -> reason (`skipped`: a mapping, or a list of names or of
     {recording, reason}); none where the report has no such key."""
@@ -401,6 +422,16 @@ def _covered(start: float, end: float, intervals) -> float:
     return sum(max(0.0, min(end, b) - max(start, a)) for a, b in intervals)
 
 
+def _words(text: str) -> list[str]:
+    return "".join(c if c.isalnum() or c == "'" else " " for c in re.sub(r"\[[^\]]*\]", " ", text).lower()).split()
+
+
+def _right_text(clip: dict, said) -> bool:
+    """Whether a clip's text is the words of the sentences said in it (those of which it holds more than half)."""
+    inside = [s for s in said if _covered(s.start, s.end, [(clip["start"], clip["end"])]) > (s.end - s.start) / 2]
+    return _words(clip["text"]) == [word for s in inside for word in _words(s.text)]
+
+
 def _longest_silence(clip: dict, sentences) -> float:
     """The longest stretch of `clip` with no sentence (nor burst) in it, in seconds."""
     edges = [clip["start"]]
@@ -414,8 +445,8 @@ def _longest_silence(clip: dict, sentences) -> float:
 def score(truth: dict, report: dict) -> list[dict]:
     """Per planted recording: its fault, the reasons the report gives for the clips over its faulty sentences (over
     all its sentences where none is faulty), the seconds of good speech kept and lost (covered by no kept clip), the
-    seconds of faulty speech kept, the cuts inside sentences (clip edges more than INSIDE s into one), and the longest
-    silence inside a kept clip."""
+    seconds of faulty speech kept, the cuts inside sentences (clip edges more than INSIDE s into one), the longest
+    silence inside a kept clip, and the kept clips whose text is not the words said in them."""
     skipped, rows = skipped_recordings(report), []
     for name, planted in truth.items():
         sentences = [Sentence(**s) for s in planted["sentences"]]
@@ -443,6 +474,7 @@ def score(truth: dict, report: dict) -> list[dict]:
             "cuts_inside": sum(s.start + INSIDE < edge < s.end - INSIDE for edge in edges for s in said),
             "longest_silence_kept": max((_longest_silence(c, sentences) for c in clips if not c.get("dropped")),
                                         default=0.0),
+            "wrong_text": sum(not _right_text(c, said) for c in clips if not c.get("dropped") and "text" in c),
         })  # fmt: skip
     return rows
 

@@ -24,10 +24,14 @@ from accelerate.utils import parse_flag_from_env
 from tpu_demo.cli import PREFIX, config_parser, fail, refuse_unsupported_transformers, say
 from tpu_demo.data.metadata import ALLOW_REMOVALS, decode, read_corrections_table, read_edits, write_corrections_table
 from tpu_demo.data.segmenting import (
+    ALIGN_SILENCE,
     CORRECTIONS,
     PARTS,
     REPORT,
     Piece,
+    align_text,
+    alignment_key,
+    aligns,
     clip_settings,
     codec_frame_rate,
     drop_other_voices,
@@ -46,6 +50,7 @@ from tpu_demo.data.segmenting import (
 )
 from tpu_demo.data.speech_models import missing_package
 from tpu_demo.errors import FineTuneError
+from tpu_demo.evaluation.intelligibility import normalise
 
 STAGES = 3  # the version of what the stages store: a change here redoes them all
 
@@ -98,6 +103,8 @@ class Models:
                 self.loaded[name] = speech_models.QualityJudge()
             elif name == "voice":
                 self.loaded[name] = speech_models.VoiceEncoder()
+            elif name == "aligner":
+                self.loaded[name] = speech_models.Aligner(max(ALIGN_SILENCE, settings.min_pause_seconds + 0.15))
             elif recogniser(self.config) == "pocketsphinx":
                 self.loaded[name] = speech_models.Pocketsphinx(settings.segment_language)
             else:
@@ -127,9 +134,12 @@ def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, s
     from tpu_demo.data.speech_models import levelled, without_dc
 
     judge(pieces, recording, settings)
-    transcripts = stages.load("transcripts", stages.transcripts_key) or {}
-    todo = [piece for piece in pieces if needs_transcript(piece, recording) and span(piece) not in transcripts]
+    found = stages.load("transcripts", stages.transcripts_key)
+    transcripts = found or {}
+    todo = [p for p in pieces if needs_transcript(p, recording, settings) and span(p) not in transcripts]
     if not todo:
+        if found is None:  # none needed: said, so that no later run loads the recogniser for it
+            stages.save("transcripts", stages.transcripts_key, transcripts)
         return
     rate = soundfile.info(str(recording.path)).samplerate
     for piece in todo:
@@ -138,6 +148,30 @@ def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, s
         heard = levelled(without_dc(audio.mean(axis=1), rate), rate)  # as the other models hear it
         transcripts[span(piece)] = models.get("recogniser")(heard, rate)
     stages.save("transcripts", stages.transcripts_key, transcripts)
+
+
+def align(recording, pieces: list[Piece], stages: Stages, models: Models) -> None:
+    """The recording's own text split over its pieces by aligning it to their audio (align_text); alignments of
+    earlier runs reused (a join setting aligns nothing again)."""
+    import soundfile
+
+    from tpu_demo.data.speech_models import levelled, without_dc
+
+    aligned = stages.load("alignments", stages.pieces_key) or {}
+    before, rate = len(aligned), soundfile.info(str(recording.path)).samplerate
+
+    def align_piece(piece, text):
+        found = aligned.get(alignment_key(piece, text))
+        if found is None:
+            start, stop = int(piece.start * rate), int(piece.end * rate)
+            audio, _ = soundfile.read(str(recording.path), start=start, stop=stop, dtype="float32", always_2d=True)
+            heard = levelled(without_dc(audio.mean(axis=1), rate), rate)
+            found = aligned[alignment_key(piece, text)] = models.get("aligner")(heard, rate, normalise(text))
+        return found
+
+    align_text(pieces, recording, align_piece)
+    if len(aligned) > before:
+        stages.save("alignments", stages.pieces_key, aligned)
 
 
 def span(piece) -> str:
@@ -233,9 +267,12 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
     for speaker in {recording.speaker or recording.name for recording in recordings}:
         voices = [p for r in recordings if (r.speaker or r.name) == speaker for p in pieces_of[r.name]]
         drop_other_voices(voices, settings.min_speaker_similarity)
-    clips = []
+    clips, models = [], Models(config, "cpu")  # the aligner, for pieces no run aligned before
     for recording in recordings:
-        give_texts(pieces_of[recording.name], recording, settings.max_asr_cer)
+        if aligns(recording, settings):
+            align(recording, pieces_of[recording.name], Stages(recording, out, settings, asr_model), models)
+        else:
+            give_texts(pieces_of[recording.name], recording, settings.max_asr_cer)
         clips += join(pieces_of[recording.name], recording, seconds_of[recording.name], settings)
     drop_unusual_pace(clips, settings.pace_tolerance)
     metadata = out / "metadata.csv"

@@ -142,6 +142,9 @@ def test_the_scorer_counts_kept_lost_and_cut_speech():
     assert talk["faulty_kept"] == pytest.approx(1.0)
     assert talk["cuts_inside"] == 2  # 5.0 inside the second sentence, 8.0 inside the third
     assert talk["longest_silence_kept"] == pytest.approx(1.0)  # 6..7, between the second sentence and the third
+    assert talk["wrong_text"] == 0  # the clips without a text are not judged by it
+    clips[0]["text"], clips[2]["text"] = "[S1] Words!", "[S1] words words"  # the second's: 4..6 is not half in it
+    assert pf.score(truth, {"clips": clips})[0]["wrong_text"] == 1
     assert bad["reasons"] == {"not in report": 1}
     skipped = {"skipped": [{"recording": "a/bad.wav", "reason": "unreadable"}]}
     assert pf.score(truth, skipped)[1]["reasons"] == {"skipped: unreadable": 1}

@@ -32,6 +32,10 @@ WINDOW = 0.02  # seconds: noise is measured on 20 ms windows
 EDGE = 0.15  # seconds of a pause kept at each end of a clip (half of a shorter pause)
 NOISE_REACH = 3.0  # seconds: a piece's noise is that of the pauses this close to it, if 0.3 s or more
 JOIN_PAUSE = 2.0  # seconds: pieces further apart are never one clip (a clip would teach the model long silences)
+UNIT_END = re.compile(r"[.!?;:,][\"')\]]*$")  # a written word that ends a unit of text (text_units)
+SEARCH_SKIP, SEARCH_UNITS, SEARCH_TRIES = 2, 4, 6  # align_text's search for each piece's part of the text
+SECONDS_PER_CHARACTER = 0.075  # a first guess at the pace, until pieces are aligned
+ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 MIN_BANDWIDTH_HZ = 6000.0  # a narrower piece (telephone 3.4 kHz, AM radio 5 kHz) would teach a full-band codec muffled
 TURN = re.compile(r"^\[S\d\]$")
 REPORT = "segment_report.json"  # in the dataset folder: every clip, kept or dropped, and what it was cut with
@@ -58,6 +62,7 @@ class Piece:
     clipped: float = 0.0  # share of its samples at full scale
     bandwidth_hz: float | None = None  # speech_models.bandwidth, in the 16 kHz copy
     sound_before: bool = False  # a sound in the pause before it (a cough, a click): no clip joins across it
+    alignment: float | None = None  # the forced alignment's confidence in its text (align_text), 0-1
     dnsmos: dict = field(default_factory=dict)
     voice: list = field(default_factory=list)  # speaker embedding
     transcript: str | None = None
@@ -77,6 +82,7 @@ class Clip:
     transcript: str = ""  # what the recogniser heard
     snr_db: float | None = None
     bandwidth_hz: float | None = None  # the narrowest of its pieces'
+    alignment: float | None = None  # the least confident of its pieces' alignments; None: not aligned
     dropped: str | None = None  # why, in a few words (the report counts by them), for a clip that is not kept
     detail: str = ""  # the figures behind `dropped`
     dnsmos: dict = field(default_factory=dict)
@@ -300,8 +306,11 @@ def judge(pieces: list[Piece], recording: Recording, settings) -> None:
             piece.detail = f"DNSMOS OVRL {ovrl:.2f} < min_dnsmos_ovrl {settings.min_dnsmos_ovrl}"
 
 
-def needs_transcript(piece: Piece, recording: Recording) -> bool:
-    """Pieces that may be kept; with the recording's own text, all of them: the text is aligned over every one."""
+def needs_transcript(piece: Piece, recording: Recording, settings) -> bool:
+    """Pieces that may be kept; with the recording's own text, none where the text is aligned to the audio
+    (`aligns`), else all of them: the text is split over every one through their transcripts."""
+    if aligns(recording, settings):
+        return False
     return recording.text is not None or not piece.dropped
 
 
@@ -349,6 +358,83 @@ def give_texts(pieces: list[Piece], recording: Recording, max_asr_cer: float) ->
                 piece.dropped, piece.detail = "no words heard", "the recogniser heard no words"
 
 
+def alignment_key(piece: Piece, text: str) -> str:
+    """A piece's forced alignment to a text is cached by its times and the words of the text."""
+    return f"{piece.start:.3f}-{piece.end:.3f} {hashlib.sha256(normalise(text).encode()).hexdigest()[:16]}"
+
+
+def aligns(recording: Recording, settings) -> bool:
+    """Whether a recording's own text is split over its pieces by forced alignment (English, pocketsphinx's
+    dictionary); other languages' through the recogniser's transcripts (`give_texts`)."""
+    language = settings.segment_language
+    return recording.text is not None and not (language and not language.lower().startswith("en"))
+
+
+def text_units(text: str) -> list[list[tuple[str, str]]]:
+    """The text's words (`words_of`) in units that end at punctuation (. ! ? ; : ,): where pauses fall, and so where
+    pieces start and end."""
+    units, unit = [], []
+    for pair in words_of(text):
+        unit.append(pair)
+        if UNIT_END.search(pair[1]):
+            units.append(unit)
+            unit = []
+    return units + ([unit] if unit else [])
+
+
+def unit_texts(units) -> list[str]:
+    """Each unit as written, with the speaker turn it is said in at its start."""
+    turn, texts = "[S1]", []
+    for unit in units:
+        written = " ".join(word for _, word in unit)
+        texts.append(written if TURN.match(written.split()[0]) else f"{turn} {written}")
+        turn = next((token for token in reversed(written.split()) if TURN.match(token)), turn)
+    return texts
+
+
+def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
+    """Each piece's part of its recording's own text, found by aligning candidate parts to its audio (`align_piece
+    (piece, text)`: speech_models.Aligner's result): from where the previous piece's part ended, skipping up to
+    SEARCH_SKIP units (text said in no piece, or in a piece that did not align), of 1 to SEARCH_UNITS units, the
+    likeliest by the pace of the pieces aligned so far first; the first that aligns without a problem is the
+    piece's. A piece none of the SEARCH_TRIES likeliest parts aligns to is dropped as `uncertain alignment` rather
+    than kept with guessed text, and its words go to no other piece. Each piece carries its alignment's confidence."""
+    units = text_units(recording.text)
+    texts, at, paces = unit_texts(units), 0, []
+    characters = [sum(len(word) for word, _ in unit) for unit in units]
+    for piece in pieces:
+        seconds = piece.end - piece.start
+        expected = seconds / (float(np.median(paces)) if paces else SECONDS_PER_CHARACTER)
+        candidates = [(skip, length) for skip in range(SEARCH_SKIP + 1) for length in range(1, SEARCH_UNITS + 1)
+                      if at + skip + length <= len(units)]  # fmt: skip
+
+        def likely(candidate, expected=expected, at=at):
+            skip, length = candidate
+            said = sum(characters[at + skip : at + skip + length])
+            return abs(said - expected) / max(expected, 1.0) + 0.25 * skip
+
+        first_failure = None
+        for skip, length in sorted(candidates, key=likely)[:SEARCH_TRIES]:
+            part = joined_text(texts[at + skip : at + skip + length])
+            found = align_piece(piece, part)
+            if not found["problem"]:
+                piece.text, piece.alignment = part, found["confidence"]
+                paces.append(seconds / max(spoken_characters(part), 1))
+                at += skip + length
+                break
+            first_failure = first_failure or found
+        else:
+            piece.alignment = first_failure["confidence"] if first_failure else None
+            if not piece.dropped:
+                piece.dropped = "uncertain alignment"
+                piece.detail = (
+                    f"no part of its recording's text aligns: {first_failure['problem']} (alignment confidence "
+                    f"{first_failure['confidence']:.2f})"
+                    if first_failure
+                    else "none of its recording's text is left to align"
+                )
+
+
 def joined_text(parts: list[str]) -> str:
     """The texts of neighbouring pieces as one, a part that goes on in the same speaker turn without its tag."""
     words, turn = [], None
@@ -393,6 +479,8 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings) ->
         clip.transcript = " ".join(piece.transcript or "" for piece in group).strip()
         snrs = [piece.snr_db for piece in group if piece.snr_db is not None]
         clip.snr_db = min(snrs) if snrs else None
+        confidences = [piece.alignment for piece in group if piece.alignment is not None]
+        clip.alignment = min(confidences) if confidences else None
         widths = [piece.bandwidth_hz for piece in group if piece.bandwidth_hz is not None]
         clip.bandwidth_hz = min(widths) if widths else None
         clip.dnsmos = {key: min(piece.dnsmos[key] for piece in group) for key in group[0].dnsmos}
@@ -422,11 +510,18 @@ def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float) -> Non
 
 
 def drop_unusual_pace(clips: list[Clip], tolerance: float) -> None:
-    """Drops the kept clips whose seconds per character are more than `tolerance` times off the kept clips' median."""
-    kept = [clip for clip in clips if not clip.dropped]
+    """Drops the kept clips whose seconds per character are more than `tolerance` times off the median of their
+    speaker's kept clips (of their recording where it has no speaker folder): one speaker's pace is not another's."""
+    speakers = {}
+    for clip in clips:
+        if not clip.dropped:
+            speakers.setdefault(clip.speaker or clip.recording, []).append(clip)
+    for kept in speakers.values():
+        drop_off_pace(kept, tolerance)
+
+
+def drop_off_pace(kept: list[Clip], tolerance: float) -> None:
     paces = [clip.seconds / max(spoken_characters(clip.text), 1) for clip in kept]
-    if not paces:
-        return
     median = float(np.median(paces))
     for clip, pace in zip(kept, paces, strict=True):
         if not median / tolerance <= pace <= median * tolerance:

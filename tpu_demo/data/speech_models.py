@@ -163,3 +163,54 @@ class Pocketsphinx:
         decoder.end_utt()
         hypothesis = decoder.hyp()
         return hypothesis.hypstr if hypothesis else ""
+
+
+class Aligner:
+    """pocketsphinx's forced alignment of a piece's text to its audio: where each word is said, and whether the
+    text is all that is said. Uncertain (a `problem`): the text cannot be aligned at all (a word not said, another
+    sentence), a word squeezed to the fewest frames its phones allow (said elsewhere), or speech the text lacks (the
+    aligner's silence over more than `max_silence` s inside a piece of speech, or EDGE_SILENCE at its ends, which
+    the speech detector cut tight). English, like its recogniser."""
+
+    FRAME = 0.01  # seconds: pocketsphinx's frame
+    EDGE_SILENCE = 0.1  # seconds of the aligner's silence at a piece's start or end: a word its text lacks ("the")
+
+    def __init__(self, max_silence: float):
+        from pocketsphinx import Decoder
+
+        self.decoder, self.max_silence = Decoder, max_silence
+
+    def __call__(self, audio: np.ndarray, rate: int, text: str) -> dict:
+        words = text.split()
+        if not words:
+            return {"confidence": 0.0, "problem": "no words to align"}
+        decoder = self.decoder(loglevel="FATAL")  # a new one: a used one adapts, so results would depend on others
+        unknown = [word for word in dict.fromkeys(words) if decoder.lookup_word(word) is None]
+        if unknown:
+            return {"confidence": 0.0, "problem": f"not in the aligner's dictionary: {' '.join(unknown[:3])}"}
+        samples = (np.clip(to_model_rate(audio, rate), -1, 1) * 32767).astype(np.int16)
+        try:
+            decoder.set_align_text(" ".join(words))
+            decoder.start_utt()
+            decoder.process_raw(samples.tobytes(), full_utt=True)
+            decoder.end_utt()
+        except RuntimeError as error:
+            return {"confidence": 0.0, "problem": f"not aligned ({error})"}
+        segments = list(decoder.seg() or [])
+        if decoder.hyp() is None or not segments:
+            return {"confidence": 0.0, "problem": "the text does not align with the audio"}
+        seconds = max(len(samples) / RATE, self.FRAME)
+        unexplained, problems = 0.0, []
+        for number, segment in enumerate(segments):
+            length = (segment.end_frame - segment.start_frame + 1) * self.FRAME
+            edge = number in (0, len(segments) - 1)  # a piece of speech starts and ends in speech: a word there
+            if segment.word == "<sil>" and length > (self.EDGE_SILENCE if edge else self.max_silence):
+                unexplained += length
+                problems.append(f"speech the text lacks ({length:.2f} s at {segment.start_frame * self.FRAME:.2f} s)")
+            elif not segment.word.startswith(("<", "[")):
+                phones = len((decoder.lookup_word(segment.word) or "x").split())
+                if length <= 3 * phones * self.FRAME:  # a 3-state HMM's fewest frames: squeezed in
+                    unexplained += 0.1
+                    problems.append(f"'{segment.word.split('(')[0]}' squeezed to {length:.2f} s")
+        confidence = round(max(0.0, 1.0 - unexplained / seconds), 3)
+        return {"confidence": confidence, "problem": "; ".join(problems) or None}

@@ -1,0 +1,88 @@
+"""Every kept clip's text is what is said in it: a recording's own text, split over its pieces through the
+recogniser's transcripts, is aligned to each piece's audio (pocketsphinx's forced alignment,
+tpu_demo.data.speech_models.Aligner), and a piece whose alignment is uncertain is dropped rather than kept with
+guessed text; the report gives each clip's alignment confidence."""
+
+import json
+from collections import Counter
+
+import pytest
+
+from tests import planted_faults
+from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, segment_command
+from tests.testing_utils import require_dia
+
+pytestmark = require_dia
+
+
+def test_each_piece_gets_the_part_of_the_text_that_aligns_and_one_that_aligns_none_is_dropped():
+    from tpu_demo.data.segmenting import align_text
+    from tpu_demo.evaluation.intelligibility import normalise
+
+    # said: "one two", "nine ten" (not in the script), "three four", "five six"; the script holds a sentence never
+    # said, and a turn
+    said = ["one two", "nine ten", "three four", "five six"]
+    found = pieces((0, 1), (2, 3), (4, 5), (6, 7))
+    tried = []
+
+    def align_piece(piece, text):  # a stand-in aligner: a text aligns with the words said in the piece only
+        tried.append((piece.start, text))
+        right = normalise(text) == said[int(piece.start) // 2]
+        return {"confidence": 0.95 if right else 0.0, "problem": None if right else "the text does not align"}
+
+    align_text(found, recording("[S1] One two. [S2] Never said, at all. Three four. Five six."), align_piece)
+    assert [(piece.text, piece.dropped, piece.alignment) for piece in found] == [
+        ("[S1] One two.", None, 0.95),
+        ("", "uncertain alignment", 0.0),
+        ("[S2] Three four.", None, 0.95),
+        ("[S2] Five six.", None, 0.95),
+    ]
+    assert found[1].detail == (
+        "no part of its recording's text aligns: the text does not align (alignment confidence 0.00)"
+    )
+    assert max(Counter(start for start, _ in tried).values()) <= 6  # at most SEARCH_TRIES parts a piece
+
+
+def test_the_aligner_tells_the_words_said_from_others():
+    needs_speech_models()
+    from tpu_demo.data.speech_models import Aligner
+
+    first, second = planted_faults.SENTENCES[:2]
+    audio = planted_faults.speak(first, planted_faults.VOICES["alice"], 16000)
+    align = Aligner(0.4)
+    words = first.lower().strip(".").split()
+    right = align(audio, 16000, " ".join(words))
+    assert right["problem"] is None and right["confidence"] > 0.9, right
+    lacking = align(audio, 16000, " ".join(words[:-3]))  # its last three words said, not written
+    assert lacking["problem"].startswith("speech the text lacks") and lacking["confidence"] < 0.9, lacking
+    other = align(audio, 16000, " ".join(second.lower().strip(".").split()))
+    assert other["problem"] and other["confidence"] == 0.0, other
+    assert align(audio, 16000, "the zqxjv lights")["problem"] == "not in the aligner's dictionary: zqxjv"
+
+
+@pytest.mark.xdist_group("segment")
+def test_each_kept_clip_carries_the_words_said_in_it_when_the_script_differs(tmp_path):
+    # with a script lacking a sentence and holding one never said, words shifted across clip edges and kept clips
+    # carried other sentences' words
+    needs_speech_models()
+    raw = tmp_path / "recordings"
+    truth = planted_faults.write_script_faults(raw)
+    out = tmp_path / "out"
+    result = segment_command(out, f"recordings={raw}")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "segment_report.json").read_text())
+    (row,) = planted_faults.score(truth, report)
+    assert row["wrong_text"] == 0, [(c["text"], c["start"], c["end"]) for c in report["clips"] if not c["dropped"]]
+    assert row["good_kept"] > 0.4 * row["good_seconds"], row  # what aligns is kept
+    kept = [clip for clip in report["clips"] if not clip["dropped"]]
+    assert kept and all(0.5 < clip["alignment"] <= 1.0 for clip in kept)
+
+
+def test_pace_is_judged_per_speaker():
+    # a global median: a threshold changed for one speaker flipped clean clips of another
+    from tpu_demo.data.segmenting import Clip, drop_unusual_pace
+
+    fast = [Clip("anna/a", 0, seconds, "anna", text="abcdefghij") for seconds in (0.5, 0.55, 0.45, 0.5)]
+    slow = [Clip("ben/b", 0, seconds, "ben", text="abcdefghij") for seconds in (1.5, 1.4, 1.6, 4.0)]
+    drop_unusual_pace(fast + slow, tolerance=2.0)
+    assert [clip.dropped for clip in fast + slow] == [None] * 7 + ["unusual pace"]
