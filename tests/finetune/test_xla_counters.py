@@ -78,6 +78,7 @@ def test_each_mark_charges_what_happened_since_the_last_mark_to_its_phase(fake_c
         "train": {
             "first_calls": 2,
             "calls": 4,
+            "calls_later": 2,
             "compilations_first": 5,
             "compilations_later": 1,
             "transfers_first": 2,
@@ -87,6 +88,7 @@ def test_each_mark_charges_what_happened_since_the_last_mark_to_its_phase(fake_c
         "eval": {
             "first_calls": 1,
             "calls": 2,
+            "calls_later": 1,
             "compilations_first": 4,
             "compilations_later": 0,
             "transfers_first": 2,
@@ -95,6 +97,7 @@ def test_each_mark_charges_what_happened_since_the_last_mark_to_its_phase(fake_c
         "save": {
             "first_calls": 1,
             "calls": 1,
+            "calls_later": 0,
             "compilations_first": 0,
             "compilations_later": 0,
             "transfers_first": 5,

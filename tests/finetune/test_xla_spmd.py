@@ -23,9 +23,10 @@ from tests.demo_utils import (
 from tests.testing_utils import ROOT, launch_env, require_dia, require_xla
 
 FOUR_DEVICES = {"CPU_NUM_DEVICES": "4"}
-# bf16, accumulation, evaluation with an uneven last batch (13 = 8 + 5), checkpoints, logging every other step
+# bf16, accumulation, evaluation with an uneven last batch (13 = 8 + 5), checkpoints, logging every other step;
+# one shape (the maxima), so the warm-up is the first steps and the transfers after it can be counted
 RUN = ("max_steps=12", "mixed_precision=bf16", "gradient_accumulation_steps=2", "eval_steps=4", "save_steps=4",
-       "logging_steps=2", "per_device_eval_batch_size=2")  # fmt: skip
+       "logging_steps=2", "per_device_eval_batch_size=2", "length_buckets=1")  # fmt: skip
 
 
 @require_xla
@@ -51,8 +52,9 @@ def test_four_devices_train_what_one_device_trains_on_their_global_batch(tmp_pat
     xla = final["xla"]
     assert xla["train"]["compilations_later"] == xla["eval"]["compilations_later"] == 0, xla
     assert xla["save"]["compilations_later"] == 0, xla  # shards read on the host, not gathered by a graph
-    # batches arrive sharded: no host transfer in a step but the logged loss (steps 6..12 after warm-up: 4 logs)
-    assert xla["train"]["transfers_later"] == 4, xla
+    # batches arrive sharded: no host transfer in a step but the logged loss, at every other step after warm-up
+    later_logs = [step for step in range(13 - xla["train"]["calls_later"], 13) if step % 2 == 0]
+    assert xla["train"]["transfers_later"] == len(later_logs) > 0, xla
 
 
 @require_xla

@@ -56,6 +56,7 @@ class XlaCounters:
         self.new_before[phase] = new
         when = "first" if warming else "later"
         record["calls"] += 1
+        record["calls_later"] += when == "later"
         record[f"compilations_{when}"] += compiled
         if when == "later" and compiled:  # a graph compiled again: which call, after which graphs (the first 5)
             recompiled = record.setdefault("recompiled", [])
@@ -69,7 +70,14 @@ class XlaCounters:
 
     @staticmethod
     def _keys():
-        return ("calls", "compilations_first", "compilations_later", "transfers_first", "transfers_later")
+        return (
+            "calls",
+            "calls_later",
+            "compilations_first",
+            "compilations_later",
+            "transfers_first",
+            "transfers_later",
+        )
 
     def summary(self):
         """Per phase: calls, and compilations and transfers of the first call (for `train`: of the warm-up steps)
