@@ -1,6 +1,6 @@
 """Target tokens per second of the fine-tune's step, by how its batches are padded.
 
-    python -m benchmarks.batching [--steps 10] [--batch-size 4] [--hidden 256] [--layers 4]
+    python -m benchmarks.batching [--steps 10] [--batch-size 4] [--hidden 256] [--layers 4] [--rounds 3]
 
 A tiny Dia (random weights) trains on clips of 100-400 frames (1.2-4.6 s at 86 frames/s) with the fine-tuner's own
 collator, sampler, loss and `train_step` on this CPU. Each way of padding runs in its own process:
@@ -9,7 +9,8 @@ collator, sampler, loss and `train_step` on this CPU. Each way of padding runs i
 - `longest 1720`: max_audio_frames 1720, each batch padded to its longest clip (`length_buckets: 0`), random order;
 - `grouped 1720`: the same in the length-grouped order (`train_sampling_strategy: group_by_length`);
 - `buckets 1720`: grouped, padded to one of 4 fixed shapes (`length_buckets: 4`, XLA's default).
-Prints target tokens/s, step time, the share of decoder positions that are padding, and each against `fixed 400`.
+Prints target tokens/s, step time, the share of decoder positions that are padding, and each against `fixed 400`
+(medians of alternating rounds).
 """
 
 import argparse
@@ -97,6 +98,7 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each mode; medians reported")
     parser.add_argument("--mode", choices=list(MODES), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sizes = [args.steps, args.warmup, args.batch_size, args.hidden, args.layers]
@@ -104,13 +106,20 @@ def main(argv=None) -> int:
         torch.set_num_threads(1)
         print(json.dumps(run(args.mode, *sizes)))
         return 0
-    results = {}
-    for mode in MODES:
-        command = [sys.executable, "-m", "benchmarks.batching", "--mode", mode, "--steps", str(args.steps)]
-        command += ["--warmup", str(args.warmup), "--batch-size", str(args.batch_size)]
-        command += ["--hidden", str(args.hidden), "--layers", str(args.layers)]
-        out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-        results[mode] = json.loads(out.strip().splitlines()[-1])
+    runs = {mode: [] for mode in MODES}
+    for _ in range(args.rounds):  # alternating, so a slower moment of the machine falls on every mode
+        for mode in MODES:
+            command = [sys.executable, "-m", "benchmarks.batching", "--mode", mode, "--steps", str(args.steps)]
+            command += ["--warmup", str(args.warmup), "--batch-size", str(args.batch_size)]
+            command += ["--hidden", str(args.hidden), "--layers", str(args.layers)]
+            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            runs[mode].append(json.loads(out.strip().splitlines()[-1]))
+    results = {
+        mode: {
+            key: statistics.median(r[key] for r in rs) for key in ("tokens_per_s", "step_s_median", "padding_share")
+        }
+        for mode, rs in runs.items()
+    }
     reference = results["fixed 400"]["tokens_per_s"]
     print(
         f"tiny Dia hidden {args.hidden}, {args.layers}+{args.layers} layers, batch {args.batch_size}, "
