@@ -17,6 +17,7 @@ ENTRY_POINTS = [
     "tpu_demo.segment",
     "tpu_demo.generate",
     "benchmarks.step",
+    "benchmarks.batching",
     "benchmarks.memory",
     "benchmarks.encoding",
     "benchmarks.generation",
