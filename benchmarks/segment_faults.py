@@ -94,6 +94,22 @@ def table(rows: list[dict], audio_seconds: float, elapsed: float) -> list[str]:
     return lines
 
 
+def stages(seconds: dict, audio_seconds: float) -> list[str]:
+    """The segmenter's own time by stage (its report's seconds_by_stage), per audio hour."""
+    if not seconds:
+        return ["(the report has no seconds_by_stage)"]
+
+    def line(name, spent):
+        speed = f"{audio_seconds / spent:12.1f}" if spent >= 0.05 else f"{'-':>12}"
+        return f"{name:<22} {spent:7.1f} {spent * 3600 / audio_seconds:17.0f} {speed}"
+
+    lines = [f"{'stage':<22} {'s':>7} {'s per audio hour':>17} {'x real time':>12}"]
+    lines += [line(stage, spent) for stage, spent in sorted(seconds.items(), key=lambda item: -item[1])]
+    total = sum(seconds.values())
+    asr = sum(spent for stage, spent in seconds.items() if stage in ("recogniser", "load recogniser"))
+    return [*lines, line("all stages", total), line("without the recogniser", total - asr)]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/segment_faults.py", description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="the work folder, new or empty (default: a temporary one); removed after "
@@ -125,6 +141,8 @@ def main(argv=None) -> int:
             return 1
         report = json.loads((dataset / "segment_report.json").read_text())
         for line in table(planted().score(truth, report), audio_seconds, elapsed):
+            print(line)
+        for line in stages(report.get("seconds_by_stage", {}), audio_seconds):
             print(line)
         return 0
     finally:

@@ -9,6 +9,8 @@ after an interruption or a change, only what the change touches is done again (a
 models). Texts corrected and rows deleted in metadata.csv are kept, in corrections.csv, and applied on every run.
 """
 
+import collections
+import contextlib
 import csv
 import dataclasses
 import hashlib
@@ -16,6 +18,7 @@ import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from accelerate import PartialState
@@ -41,6 +44,7 @@ from tpu_demo.data.segmenting import (
     join,
     judge,
     needs_transcript,
+    quality,
     recogniser,
     recordings_digest,
     report,
@@ -52,7 +56,27 @@ from tpu_demo.data.speech_models import missing_package
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.intelligibility import normalise
 
-STAGES = 3  # the version of what the stages store: a change here redoes them all
+STAGES = 4  # the version of what the stages store: a change here redoes them all
+TIMES = collections.Counter()  # seconds this process spent in each stage this run (the report's seconds_by_stage)
+
+
+@contextlib.contextmanager
+def timed(stage: str):
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        TIMES[stage] += time.perf_counter() - start
+
+
+def timing(stage: str, model):
+    """`model`, its calls timed as `stage`."""
+
+    def call(*args, **kwargs):
+        with timed(stage):
+            return model(*args, **kwargs)
+
+    return call
 
 
 def key(*parts) -> str:
@@ -93,6 +117,12 @@ class Models:
 
     def get(self, name: str):
         if name not in self.loaded:
+            with timed(f"load {name}"):
+                self.load(name)
+        return timing(name, self.loaded[name])
+
+    def load(self, name: str) -> None:
+        if name not in self.loaded:
             from tpu_demo.data import speech_models
 
             settings = self.config.recordings
@@ -112,19 +142,44 @@ class Models:
 
                 model, language = recogniser(self.config), settings.segment_language
                 self.loaded[name] = Transcriber(model, key="segment_asr_model", device=self.device, language=language)
-        return self.loaded[name]
 
 
-def cut_and_measure(recording, stages: Stages, models: Models) -> list[Piece]:
+def cut_and_measure(recording, stages: Stages, models: Models) -> tuple[list[Piece], object]:
     from tpu_demo.data.segmenting import measure, read_recording
     from tpu_demo.data.speech_models import RATE
 
-    audio16k, clipped, rate = read_recording(recording.path)
+    with timed("read"):
+        audio16k, clipped, rate = read_recording(recording.path)
     spans = models.get("vad")(audio16k)
-    pieces = measure(audio16k, clipped, rate, spans, models.get("dnsmos"), models.get("voice"))
+    with timed("measure"):
+        pieces = measure(audio16k, clipped, rate, spans)
     value = {"seconds": len(audio16k) / RATE, "pieces": [dataclasses.asdict(piece) for piece in pieces]}
     stages.save("pieces", stages.pieces_key, value)
-    return pieces
+    return pieces, audio16k
+
+
+def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, settings, audio16k=None) -> None:
+    """DNSMOS scores and voice of the pieces the cheap measures keep (judge), those of earlier runs reused; a
+    threshold that keeps more measures only those, reading the recording again."""
+    from tpu_demo.data.segmenting import read_recording
+
+    judge(pieces, recording, settings)
+    measured = stages.load("quality", stages.pieces_key) or {}
+    todo = [piece for piece in pieces if not piece.dropped and span(piece) not in measured]
+    if todo:
+        if audio16k is None:
+            with timed("read"):
+                audio16k = read_recording(recording.path)[0]
+        for piece in todo:
+            measured[span(piece)] = quality(audio16k, piece, models.get("dnsmos"), models.get("voice"))
+        stages.save("quality", stages.pieces_key, measured)
+    with_quality(pieces, measured)
+
+
+def with_quality(pieces: list[Piece], measured: dict) -> None:
+    for piece in pieces:
+        found = measured.get(span(piece), {})
+        piece.dnsmos, piece.voice = found.get("dnsmos", {}), found.get("voice", [])
 
 
 def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, settings) -> None:
@@ -206,8 +261,9 @@ def segment_share(config, recordings, out: Path, state) -> None:
     done = 0
     for recording, stage in zip(bar, stages, strict=True):
         found = stage.pieces()
-        pieces = cut_and_measure(recording, stage, models) if found is None else found[0]
+        pieces, audio16k = cut_and_measure(recording, stage, models) if found is None else (found[0], None)
         done += found is not None
+        qualify(recording, pieces, stage, models, settings, audio16k)
         transcribe(recording, pieces, stage, models, settings)
     if state.is_main_process and done:
         whose = "this process's " if state.num_processes > 1 else ""
@@ -259,6 +315,7 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
     for recording in recordings:
         stages = Stages(recording, out, settings, asr_model)
         pieces, seconds_of[recording.name] = stages.pieces()
+        with_quality(pieces, stages.load("quality", stages.pieces_key) or {})
         transcripts = stages.load("transcripts", stages.transcripts_key) or {}
         judge(pieces, recording, settings)
         for piece in pieces:
@@ -281,10 +338,12 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
         write_corrections_table(out / CORRECTIONS, corrections)
     applied = apply_corrections(clips, corrections)
     kept = [clip for clip in clips if not clip.dropped]
-    write_clips(kept, recordings, out, settings.target_lufs)
+    with timed("write"):
+        write_clips(kept, recordings, out, settings.target_lufs)
     table = metadata_table(kept, settings.segment_language)
     summary = report(clips, len(recordings))
     summary["skipped"] = unreadable
+    summary["seconds_by_stage"] = {stage: round(seconds, 2) for stage, seconds in sorted(TIMES.items())}
     summary["corrections"] = {"applied": applied, "unmatched": len(corrections) - applied}
     summary["settings"] = settings_fingerprint(settings, asr_model)
     summary["segment_settings"] = segment_settings(settings, asr_model)  # named in training's refusal

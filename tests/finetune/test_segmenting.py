@@ -271,10 +271,10 @@ def test_each_stage_is_redone_only_when_its_settings_change_and_corrections_surv
     assert loaded == [] and "your corrections: 1 applied" in again.stdout
     assert rows(out)[0]["text"] == "[S1] A text the user corrected."
     assert (out / "corrections.csv").read_text().count("A text the user corrected") == 1
-    # a judging setting: the recogniser and the aligner only, for the pieces it now keeps; the cut and the measures
-    # are reused
+    # a judging setting: DNSMOS, the voice, the recogniser and the aligner only, for the pieces it now keeps; the cut
+    # and the cheap measures are reused
     assert_ok(segment_command(out, f"recordings={raw}", "min_snr_db=5"))
-    assert set(loaded) <= {"recogniser", "aligner"}
+    assert "vad" not in loaded and set(loaded) <= {"dnsmos", "voice", "recogniser", "aligner"}
     # a cutting setting: every stage again; the correction is kept, though it matches no clip cut so
     loaded.clear()
     recut = segment_command(out, f"recordings={raw}", "min_pause_seconds=0.6")

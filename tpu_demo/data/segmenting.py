@@ -181,8 +181,9 @@ def window_power(audio16k: np.ndarray) -> np.ndarray:
     return np.mean(windows**2, axis=1)
 
 
-def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge, encoder) -> list[Piece]:
-    """Each span of speech as a Piece with its SNR, clipping, DNSMOS scores and voice."""
+def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge=None, encoder=None) -> list[Piece]:
+    """Each span of speech as a Piece with its SNR, clipping, bandwidth, and, given the models (`judge`, `encoder`),
+    DNSMOS scores and voice (else `quality` gives them to the pieces the cheaper measures keep)."""
     power = window_power(audio16k)
     pause = np.ones(len(power), dtype=bool)
     for start, end in spans:  # a pause starts 0.1 s away from speech: its edges carry speech
@@ -213,9 +214,18 @@ def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge, 
         first, last = int(start * 100), max(int(end * 100), int(start * 100) + 1)  # 10 ms windows
         piece.clipped = round(float(clipped[first:last].sum()) / ((last - first) * max(1, rate // 100)), 6)
         samples = levelled(audio16k[int(start * RATE) : int(end * RATE)])  # each piece at one level
-        piece.dnsmos, piece.voice, piece.bandwidth_hz = judge(samples), encoder(samples), bandwidth(samples)
+        piece.bandwidth_hz = bandwidth(samples)
+        if judge is not None and encoder is not None:
+            piece.dnsmos, piece.voice = judge(samples), encoder(samples)
         pieces.append(piece)
     return pieces
+
+
+def quality(audio16k: np.ndarray, piece: Piece, judge, encoder) -> dict:
+    """A piece's DNSMOS scores and voice, measured levelled: the costly measures, taken of the pieces the cheap ones
+    (SNR, clipping, bandwidth, length) keep."""
+    samples = levelled(audio16k[int(piece.start * RATE) : int(piece.end * RATE)])
+    return {"dnsmos": judge(samples), "voice": encoder(samples)}
 
 
 def words_of(text: str) -> list[tuple[str, str]]:

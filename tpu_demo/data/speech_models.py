@@ -53,13 +53,42 @@ class SpeechDetector:
 
 
 class QualityJudge:
-    """DNSMOS P.835: the SIG (speech), BAK (background) and OVRL (overall) opinion scores, 1 to 5."""
+    """DNSMOS P.835: the SIG (speech), BAK (background) and OVRL (overall) opinion scores, 1 to 5, of speechmos's
+    model run once per 9 s of a piece: a shorter piece repeated to 9 s is one window, a longer one the fewest
+    windows that cover it (speechmos's own `run` slides 9 s windows by 1 s over a piece doubled past 9 s, and runs
+    the P.808 model besides: 3 to 7 times the work for the same scores within about 0.1)."""
+
+    SECONDS = 9.01  # the model's input
+    POLYNOMIALS = {  # speechmos's mapping of the raw outputs to P.835 scores (not personalised)
+        "sig": (-0.08397278, 1.22083953, 0.0052439),
+        "bak": (-0.13166888, 1.60915514, -0.39604546),
+        "ovrl": (-0.06766283, 1.11546468, 0.04602535),
+    }
+
+    def __init__(self):
+        from pathlib import Path
+
+        import onnxruntime
+        import speechmos
+
+        model = Path(speechmos.__file__).parent / "dnsmos_models" / "sig_bak_ovr.onnx"
+        self.session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
 
     def __call__(self, audio16k: np.ndarray) -> dict[str, float]:
-        from speechmos import dnsmos
-
-        scores = dnsmos.run(np.clip(audio16k, -1, 1), RATE)
-        return {name: round(float(scores[f"{name}_mos"]), 3) for name in ("sig", "bak", "ovrl")}
+        size = int(self.SECONDS * RATE)
+        audio = np.clip(np.asarray(audio16k, dtype=np.float32), -1, 1)
+        if not len(audio):
+            return {}
+        if len(audio) < size:
+            audio = np.resize(audio, size)  # repeated, as speechmos does, to one window
+        count = int(np.ceil(len(audio) / size))
+        starts = np.linspace(0, len(audio) - size, count).astype(int)  # the fewest windows that cover it
+        scores = {name: [] for name in self.POLYNOMIALS}
+        for start in starts:
+            raw = self.session.run(None, {"input_1": audio[None, start : start + size]})[0][0]
+            for (name, polynomial), value in zip(self.POLYNOMIALS.items(), raw, strict=True):
+                scores[name].append(float(np.polyval(polynomial, value)))
+        return {name: round(float(np.mean(values)), 3) for name, values in scores.items()}
 
 
 class VoiceEncoder:
