@@ -144,8 +144,8 @@ def read_edits(path: Path, written: dict[str, str], allow_removals: bool) -> Edi
             if lost_characters(same_text(text), same_text(written[audio])):
                 raise FineTuneError(
                     f"{path} line {lines[audio]}: its text lost characters to `?` ({written[audio]!r} was written): "
-                    f"saved in a code page ({table.encoding}) that cannot hold them; save it as CSV UTF-8 (nothing "
-                    "was changed or deleted)"
+                    "saved in a code page that cannot hold them; save it as CSV UTF-8 (nothing was changed or "
+                    "deleted)"
                 )
     removed = sorted(set(written) - set(texts))
     allowed = min(FEW, max(1, len(written) // 10))
