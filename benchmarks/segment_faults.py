@@ -12,7 +12,8 @@ the faulty sentences (over all of them where none is), seconds of good speech ke
 kept, cuts inside sentences, the longest silence inside a kept clip, kept clips whose text is not what is said in them;
 then the totals and the segmenting time per hour of audio. A failed run prints the end of its stderr and exits 1.
 
-    python benchmarks/segment_faults.py [--out DIR] [--asr pocketsphinx] [--keep] [--omit FAULT] [key=value ...]
+    python benchmarks/segment_faults.py [--out DIR] [--asr pocketsphinx] [--processes N] [--keep] [--omit FAULT]
+        [key=value ...]
 """
 
 import argparse
@@ -57,16 +58,23 @@ def build(work: Path, asr: str, omit: list[str], overrides: list[str]) -> tuple[
     return truth, config, work / "dataset"
 
 
-def run(config: Path) -> tuple[subprocess.CompletedProcess, float]:
-    """`python -m tpu_demo.segment CONFIG` as a user runs it, offline and on one thread; its result and seconds."""
+def run(config: Path, processes: int = 1) -> tuple[subprocess.CompletedProcess, float]:
+    """`python -m tpu_demo.segment CONFIG` as a user runs it, offline and on one thread (`accelerate launch` of
+    `processes` CPU processes, the recordings shared, where more than one); its result and seconds."""
     env = os.environ | {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "tpu_demo.segment", str(config)], cwd=ROOT, env=env,
-                            capture_output=True, text=True)  # fmt: skip
+    if processes > 1:
+        from tests.testing_utils import accelerate_launch
+
+        result = accelerate_launch(ROOT / "tpu_demo/segment.py", config, num_processes=processes, timeout=3600,
+                                   env=env)  # fmt: skip
+    else:
+        result = subprocess.run([sys.executable, "-m", "tpu_demo.segment", str(config)], cwd=ROOT, env=env,
+                                capture_output=True, text=True)  # fmt: skip
     return result, time.perf_counter() - start
 
 
-def table(rows: list[dict], audio_seconds: float, elapsed: float) -> list[str]:
+def table(rows: list[dict], audio_seconds: float, elapsed: float, processes: int = 1) -> list[str]:
     reasons_text = planted().reasons_text
     lines = [f"{'fault':<26} {'reason given':<46} {'kept s':>7} {'lost s':>7} {'faulty kept s':>13} {'cuts':>4} "
              f"{'silence s':>9} {'wrong text':>10}"]  # fmt: skip
@@ -89,7 +97,8 @@ def table(rows: list[dict], audio_seconds: float, elapsed: float) -> list[str]:
     )
     lines.append(
         f"segmenting: {elapsed:.0f} s for {audio_seconds / 60:.1f} min of audio = "
-        f"{elapsed * 3600 / audio_seconds:.0f} s per audio hour ({audio_seconds / elapsed:.1f}x real time, one thread)"
+        f"{elapsed * 3600 / audio_seconds:.0f} s per audio hour ({audio_seconds / elapsed:.1f}x real time, "
+        f"{'one thread' if processes == 1 else f'{processes} processes of one thread'})"
     )
     return lines
 
@@ -116,6 +125,8 @@ def main(argv=None) -> int:
                         "unless --keep")  # fmt: skip
     parser.add_argument("--asr", default="pocketsphinx", help="segment_asr_model: pocketsphinx, a folder or hub id")
     parser.add_argument("--keep", action="store_true", help="keep the work folder: recordings, truth, dataset")
+    parser.add_argument("--processes", type=int, default=1, help="segment with this many CPU processes (accelerate "
+                        "launch), one thread each: 2 uses both cores of a 2-core machine")  # fmt: skip
     omit = "leave out a recording, by fault or name: 'corrupt file', alice/corrupt (repeatable)"
     parser.add_argument("--omit", action="append", default=[], metavar="FAULT", help=omit)
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="more segmenting settings for the YAML")
@@ -134,13 +145,13 @@ def main(argv=None) -> int:
         speakers = sorted({name.split("/")[0] for name in truth})
         print(f"{len(truth)} recordings, {audio_seconds / 60:.1f} min of audio, speakers {', '.join(speakers)}; "
               f"segment_asr_model: {args.asr}")  # fmt: skip
-        result, elapsed = run(config)
+        result, elapsed = run(config, args.processes)
         if result.returncode != 0 or not (dataset / "segment_report.json").is_file():
             print(f"tpu_demo.segment failed (exit {result.returncode}) after {elapsed:.0f} s; its stderr ends:")
             print("\n".join(result.stderr.strip().splitlines()[-15:]) or "(nothing)")
             return 1
         report = json.loads((dataset / "segment_report.json").read_text())
-        for line in table(planted().score(truth, report), audio_seconds, elapsed):
+        for line in table(planted().score(truth, report), audio_seconds, elapsed, args.processes):
             print(line)
         for line in stages(report.get("seconds_by_stage", {}), audio_seconds):
             print(line)
