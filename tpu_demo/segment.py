@@ -400,6 +400,18 @@ def report_lines(summary: dict, out: Path) -> list[str]:
         f"dropped: {dropped or 'none'}",
         f"kept per speaker: {speakers or 'none'}",
     ]
+    aligned, unchecked = summary["aligned"], summary["unchecked"]
+    if aligned["clips"]:
+        lines.append(
+            f"texts aligned to their audio: {aligned['clips']} clips, the least alignment confidence "
+            f"{aligned['least_confidence']:.2f}"
+        )
+    if unchecked["clips"]:
+        lines.append(
+            f"{unchecked['clips']} kept clips ({unchecked['seconds']:.1f} s) carry the recogniser's transcript, "
+            "unchecked (no NAME.txt beside their recordings): proofread them in metadata.csv, or give the "
+            "recordings their text, which is aligned"
+        )
     corrections = summary["corrections"]
     if corrections["applied"] or corrections["unmatched"]:
         lines.append(

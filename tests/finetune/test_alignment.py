@@ -86,3 +86,20 @@ def test_pace_is_judged_per_speaker():
     slow = [Clip("ben/b", 0, seconds, "ben", text="abcdefghij") for seconds in (1.5, 1.4, 1.6, 4.0)]
     drop_unusual_pace(fast + slow, tolerance=2.0)
     assert [clip.dropped for clip in fast + slow] == [None] * 7 + ["unusual pace"]
+
+
+def test_the_summary_says_which_texts_were_aligned_and_which_are_unchecked_transcripts(tmp_path):
+    from tpu_demo.data.segmenting import Clip, report
+    from tpu_demo.segment import report_lines
+
+    clips = [Clip("a", 0, 2.0, alignment=0.93), Clip("a", 3, 5.0, alignment=0.81), Clip("b", 0, 3.5),
+             Clip("b", 4, 6.0, corrected=True), Clip("b", 7, 9.0, dropped="noisy")]  # fmt: skip
+    summary = report(clips, 2) | {"corrections": {"applied": 1, "unmatched": 0}}
+    assert summary["aligned"] == {"clips": 2, "least_confidence": 0.81}
+    assert summary["unchecked"] == {"clips": 1, "seconds": 3.5}
+    lines = report_lines(summary, tmp_path)
+    assert "texts aligned to their audio: 2 clips, the least alignment confidence 0.81" in lines
+    assert (
+        "1 kept clips (3.5 s) carry the recogniser's transcript, unchecked (no NAME.txt beside their recordings): "
+        "proofread them in metadata.csv, or give the recordings their text, which is aligned"
+    ) in lines
