@@ -3,8 +3,9 @@
     python -m benchmarks.step [--sizes 64x2 512x4] [--steps 60] [--warmup 10] [--rounds 3] [--workers 0 2]
 
 Each run is its own process over a tiny Dia (random weights, `hidden x layers`) and the synthetic set:
-- `plain`: PyTorch alone (forward, backward, clipping, AdamW) on batches collated before timing;
-- `step`: the program's `train_step` under Accelerate on the same ready batches: the bare step;
+- `step`: the recipe's model, optimizer and loss through its `train_step`, on batches of its own loader fetched
+  before timing: the bare step;
+- `plain`: PyTorch alone (forward, backward, clipping, AdamW) on a fresh model of the same size and the same batches;
 - `loop W`: the recipe itself (`DiaFineTune.train()`: loader, collation with W `dataloader_num_workers`, the step,
   the logging sums, the XLA counters), its time per step read from its own `step_seconds` log after warm-up.
 Prints the time per step of each and the loop's overhead over the bare step (target: within 5% where the step
@@ -25,64 +26,69 @@ import torch
 from tpu_demo.cli import refuse_unsupported_transformers
 
 BATCH_SIZE = 8
+LOG_EVERY = 5
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def ready_batches(data_dir, count: int, seed: int = 0) -> list[dict]:
-    from tpu_demo.data.codes import CodesDataset, DiaCollator, write_synthetic
-    from tpu_demo.model.dia import DELAY_PATTERN
+def recipe(tmp: str, steps: int, warmup: int, hidden: int, layers: int, workers: int = 0):
+    """The recipe set up on the synthetic set, as `python -m tpu_demo.train tiny.yaml` with these overrides would."""
+    from tpu_demo.config.load import load_raw
+    from tpu_demo.training.recipe import DiaFineTune
 
-    dataset = CodesDataset(write_synthetic(data_dir, 96, seed=seed))
-    collate = DiaCollator(DELAY_PATTERN, 48, 24, text_dropout=0.1, seed=seed)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH_SIZE, collate_fn=collate, drop_last=True)
-    out = []
-    while len(out) < count:
-        out.extend(loader)
-    return out[:count]
+    overrides = [
+        f"output_dir={tmp}/run", f"tiny_hidden_size={hidden}", f"tiny_layers={layers}", "optim=adamw_torch",
+        f"max_steps={warmup + steps}", f"logging_steps={LOG_EVERY}", "eval_strategy=no", "save_strategy=no",
+        "eval_samples=0", "warmup_steps=0", f"per_device_train_batch_size={BATCH_SIZE}", "report_to=none",
+        f"dataloader_num_workers={workers}", "codebook_weights=[4, 1, 1, 1, 1, 1, 1, 1, 1]",
+    ]  # fmt: skip
+    run = DiaFineTune(load_raw(ROOT / "tpu_demo/configs/tiny.yaml", overrides))
+    run.setup()
+    return run
 
 
 def bare_step(mode: str, steps: int, warmup: int, hidden: int, layers: int) -> dict:
-    """`plain` or `step` on batches collated (and moved to the device) before timing."""
-    from accelerate import Accelerator
-    from accelerate.utils import DistributedType, set_seed
+    """`step`: the recipe's model, optimizer and loss through `train_step` on batches of its own loader fetched
+    before timing; `plain`: PyTorch alone (a fresh model of the same size, AdamW) on the same batches."""
+    from accelerate.utils import DistributedType
     from transformers import DiaForConditionalGeneration
 
-    from tpu_demo.model.dia import register_static_mask_attention, tiny_config
+    from tpu_demo.model.dia import tiny_config
     from tpu_demo.runtime.xla_counters import counts
     from tpu_demo.training.loop import train_step
-    from tpu_demo.training.loss import MODEL_INPUTS, CodebookLoss
+    from tpu_demo.training.loss import MODEL_INPUTS
 
-    set_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
-        data = ready_batches(tmp, warmup + steps)
-    accelerator = Accelerator() if mode == "step" else None
-    on_xla = accelerator is not None and accelerator.distributed_type == DistributedType.XLA
-    options = {"attn_implementation": register_static_mask_attention()} if on_xla else {}
-    model = DiaForConditionalGeneration._from_config(tiny_config(hidden, layers), **options)
-    loss_fn = CodebookLoss(model.config.decoder_config.num_channels, [4.0] + [1.0] * 8)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    if accelerator is not None:
-        model, optimizer = accelerator.prepare(model, optimizer)
-        data = [{k: v.to(accelerator.device) if torch.is_tensor(v) else v for k, v in b.items()} for b in data]
-    times, at_warmup = [], None
-    for i, batch in enumerate(data):
-        start = time.perf_counter()
-        if accelerator is not None:
-            train_step(accelerator, model, batch, optimizer, None, 1.0, loss_fn, sync=True)
-            if on_xla:
-                import torch_xla.core.xla_model as xm
+        run = recipe(tmp, steps, warmup, hidden, layers)
+        accelerator, loss_fn = run.accelerator, run.loss_fn
+        data = []
+        while len(data) < warmup + steps:
+            data.extend(run.train_loader)
+        data = data[: warmup + steps]
+        on_xla = accelerator.distributed_type == DistributedType.XLA
+        model, optimizer = run.model, run.optimizer
+        if mode == "plain":
+            model = DiaForConditionalGeneration._from_config(tiny_config(hidden, layers)).to(accelerator.device)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+        times, at_warmup = [], None
+        for i, batch in enumerate(data):
+            start = time.perf_counter()
+            if mode == "step":
+                train_step(accelerator, model, batch, optimizer, None, 1.0, loss_fn, sync=True)
+                if on_xla:
+                    import torch_xla.core.xla_model as xm
 
-                xm.mark_step()
-                xm.wait_device_ops()
-        else:
-            loss = loss_fn(model(**{k: batch[k] for k in MODEL_INPUTS if k != "labels"}).logits, batch["labels"])
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            optimizer.zero_grad()
-        times.append(time.perf_counter() - start)
-        if i == warmup - 1 and on_xla:
-            at_warmup = counts()
+                    xm.mark_step()
+                    xm.wait_device_ops()
+            else:
+                loss = loss_fn(model(**{k: batch[k] for k in MODEL_INPUTS if k != "labels"}).logits, batch["labels"])
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                optimizer.zero_grad()
+            times.append(time.perf_counter() - start)
+            if i == warmup - 1 and on_xla:
+                at_warmup = counts()
+        run.cleanup()
     result = {"step_ms": 1000 * statistics.mean(times[warmup:])}
     if at_warmup is not None:
         now = counts()
@@ -95,19 +101,8 @@ def bare_step(mode: str, steps: int, warmup: int, hidden: int, layers: int) -> d
 
 def recipe_loop(steps: int, warmup: int, hidden: int, layers: int, workers: int) -> dict:
     """The recipe's own loop; its time per step from the `step_seconds` it logs, after the warm-up's windows."""
-    from tpu_demo.config.load import load_raw
-    from tpu_demo.training.recipe import DiaFineTune
-
-    log_every = 5
     with tempfile.TemporaryDirectory() as tmp:
-        overrides = [
-            f"output_dir={tmp}/run", f"tiny_hidden_size={hidden}", f"tiny_layers={layers}", "optim=adamw_torch",
-            f"max_steps={warmup + steps}", f"logging_steps={log_every}", "eval_strategy=no", "save_strategy=no",
-            "eval_samples=0", "warmup_steps=0", f"per_device_train_batch_size={BATCH_SIZE}", "report_to=none",
-            f"dataloader_num_workers={workers}", "codebook_weights=[4, 1, 1, 1, 1, 1, 1, 1, 1]",
-        ]  # fmt: skip
-        run = DiaFineTune(load_raw(ROOT / "tpu_demo/configs/tiny.yaml", overrides))
-        run.setup()
+        run = recipe(tmp, steps, warmup, hidden, layers, workers)
         run.train()
         run.cleanup()
         logged = [json.loads(line) for line in Path(tmp, "run/metrics.jsonl").read_text().splitlines()]
