@@ -126,3 +126,20 @@ def test_a_run_padded_to_its_batches_trains_and_evaluates_as_one_padded_to_the_m
         buckets: max(m["padding_share"] for m in metrics(out) if "padding_share" in m) for buckets, out in runs.items()
     }
     assert share[0] < 0.5 < share[1], share  # synthetic clips of 6-15 frames against 48
+
+
+@require_dia
+def test_a_batch_whose_texts_were_all_dropped_still_trains():
+    """Classifier-free guidance drops texts: a batch of only dropped ones is padded to a text length, not to 0 (the
+    encoder cannot take an empty sequence)."""
+    from transformers import DiaForConditionalGeneration
+
+    from tpu_demo.data.codes import DiaCollator
+    from tpu_demo.model.dia import tiny_config
+    from tpu_demo.training.loss import CodebookLoss
+
+    model = DiaForConditionalGeneration(tiny_config())
+    batch = DiaCollator(model.config.delay_pattern, 48, 24, text_dropout=1.0, seed=0)([codes_sample(0, 9, 2)])
+    assert batch["input_ids"].shape[1] == 8 and batch["attention_mask"].sum() == 0
+    loss = CodebookLoss(9).batch_loss(model, batch)
+    assert torch.isfinite(loss)

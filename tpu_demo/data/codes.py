@@ -140,7 +140,8 @@ class DiaCollator:
             codes = sample["codes"][: self.max_audio_frames, :num_channels]
             clips.append(codes if prompt is None else torch.cat([prompt[0][:, :num_channels], codes]))
         text_tokens = [len(ids) for ids in text["input_ids"]]
-        text_length, frames = self.lengths(max(text_tokens), max(len(codes) for codes in clips))
+        # at least one text position: a batch whose texts were all dropped still feeds the encoder (masked pads)
+        text_length, frames = self.lengths(max(1, *text_tokens), max(len(codes) for codes in clips))
         text = self.tokenizer.pad(text, padding="max_length", max_length=text_length, return_tensors="pt")
         length = frames + 2  # BOS + [prompt] + codes + EOS
         audio = torch.full((len(samples), length + max_delay, num_channels), AUDIO_PAD, dtype=torch.long)
