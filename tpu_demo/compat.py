@@ -78,3 +78,10 @@ def sampling_key(raw: dict) -> dict:
     elif "group_by_length" not in fields and isinstance(raw.get("group_by_length"), bool):
         raw["train_sampling_strategy"] = "group_by_length" if raw.pop("group_by_length") else "random"
     return raw
+
+
+def pads_batches_to_their_longest() -> bool:
+    """Whether a batch is padded to its longest clip by default (`length_buckets` unset). Not on 4.x: there a tiny Dia
+    trained so regenerated a memorised clip wrongly (4.53.3, tests/finetune/test_memorisation.py; 5.24.0 regenerates
+    it), so 4.x trains at the maxima, as before, unless `length_buckets` is set."""
+    return Version(version("transformers")).major >= 5

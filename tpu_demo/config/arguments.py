@@ -141,7 +141,7 @@ class DataArguments(CheckedChoices):
             "help": "0: each batch padded to its longest text and audio (rounded up to pad_to_multiple_of); N: each "
             "to the smallest of N fixed lengths that holds it, length k being k/N of max_text_tokens "
             "(max_audio_frames): XLA compiles for at most N x N shapes; 1: every batch at the maxima. Default: 4 "
-            "on XLA and with torch_compile, 0 elsewhere"
+            "on XLA and with torch_compile, 0 elsewhere; 1 on transformers 4.x"
         },
     )
     pad_to_multiple_of: int = field(

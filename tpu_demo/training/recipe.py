@@ -24,6 +24,7 @@ from tpu_demo.compat import (
     asks_activation_checkpointing,
     enable_activation_checkpointing,
     name_input_embeddings,
+    pads_batches_to_their_longest,
 )
 from tpu_demo.config.checks import best_model_metric, spoken_held_out, train_sampling
 from tpu_demo.data.batching import LengthGroupedSampler, code_frames
@@ -174,7 +175,8 @@ class DiaFineTune:
         data = config.data
         prompts = AudioPrompts(self.dataset, train_indices, data.audio_prompts, data.audio_prompt_max_frames)
         compiled = self.on_xla or args.torch_compile  # a graph compiler compiles for each shape it meets
-        self.length_buckets = data.length_buckets if data.length_buckets is not None else 4 if compiled else 0
+        default_buckets = (4 if compiled else 0) if pads_batches_to_their_longest() else 1
+        self.length_buckets = default_buckets if data.length_buckets is None else data.length_buckets
         shapes = (model_config.delay_pattern, data.max_text_tokens, data.max_audio_frames)
         padding = {"multiple": data.pad_to_multiple_of, "buckets": self.length_buckets}
         self.collator = DiaCollator(
