@@ -3,13 +3,12 @@ recogniser's transcripts, is aligned to each piece's audio (pocketsphinx's force
 tpu_demo.data.speech_models.Aligner), and a piece whose alignment is uncertain is dropped rather than kept with
 guessed text; the report gives each clip's alignment confidence."""
 
-import json
 from collections import Counter
 
 import pytest
 
 from tests import planted_faults
-from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, segment_command
+from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, segmented
 from tests.testing_utils import require_dia
 
 pytestmark = require_dia
@@ -65,12 +64,8 @@ def test_each_kept_clip_carries_the_words_said_in_it_when_the_script_differs(tmp
     # with a script lacking a sentence and holding one never said, words shifted across clip edges and kept clips
     # carried other sentences' words
     needs_speech_models()
-    raw = tmp_path / "recordings"
-    truth = planted_faults.write_script_faults(raw)
-    out = tmp_path / "out"
-    result = segment_command(out, f"recordings={raw}")
-    assert result.returncode == 0, result.stderr
-    report = json.loads((out / "segment_report.json").read_text())
+    truth = planted_faults.write_script_faults(tmp_path / "recordings")
+    report = segmented(tmp_path / "recordings", tmp_path / "out")
     (row,) = planted_faults.score(truth, report)
     assert row["wrong_text"] == 0, [(c["text"], c["start"], c["end"]) for c in report["clips"] if not c["dropped"]]
     assert row["good_kept"] > 0.4 * row["good_seconds"], row  # what aligns is kept

@@ -3,13 +3,11 @@ levelling it (tpu_demo.data.speech_models.without_dc, levelled), so quiet speech
 (they were dropped as `other voice` and `noisy`), and their clips are written without the offset. A 0.3 s file is
 `too short`, whatever its voice."""
 
-import json
-
 import numpy as np
 import pytest
 
 from tests import planted_faults
-from tests.finetune.test_segmenting import needs_speech_models, recording, segment_command, settings
+from tests.finetune.test_segmenting import needs_speech_models, recording, scores_by_recording, segmented, settings
 from tests.testing_utils import require_dia
 
 soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
@@ -53,10 +51,8 @@ def test_quiet_speech_and_a_dc_offset_are_kept_levelled_and_a_short_file_is_too_
     truth["alice/clean"] = {"file": "alice/clean.wav", "fault": "none", "rate": 16000, "seconds": len(clean) / 16000,
                             "sentences": [vars(s) for s in said]}  # fmt: skip
     out = tmp_path / "out"
-    result = segment_command(out, f"recordings={raw}")
-    assert result.returncode == 0, result.stderr
-    report = json.loads((out / "segment_report.json").read_text())
-    scores = {row["recording"]: row for row in planted_faults.score(truth, report)}
+    report = segmented(raw, out)
+    scores = scores_by_recording(truth, report)
     for name in ("alice/quiet", "alice/dc-offset", "alice/clean"):
         assert scores[name]["good_lost"] < 0.5, (name, scores[name])
     assert scores["alice/short-file"]["reasons"] == {"too short": 1}

@@ -2,13 +2,18 @@
 a pause, a burst in a pause kept out of its neighbours' noise, and a band-limited piece (a telephone's band stored at
 44.1 kHz) dropped by its measured bandwidth."""
 
-import json
-
 import numpy as np
 import pytest
 
 from tests import planted_faults
-from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, segment_command, settings
+from tests.finetune.test_segmenting import (
+    needs_speech_models,
+    pieces,
+    recording,
+    scores_by_recording,
+    segmented,
+    settings,
+)
 from tests.testing_utils import require_dia
 
 soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
@@ -70,13 +75,8 @@ def test_bursts_long_pauses_and_a_telephone_band_in_real_recordings(tmp_path):
     # sentences between coughs were dropped as `noisy` (8.6 dB, true 41), a clip held a 6 s pause, a telephone band
     # was kept with nothing said
     needs_speech_models()
-    raw = tmp_path / "recordings"
-    truth = planted_faults.write_pause_faults(raw)
-    out = tmp_path / "out"
-    result = segment_command(out, f"recordings={raw}")
-    assert result.returncode == 0, result.stderr
-    scores = {row["recording"]: row for row in planted_faults.score(truth, json.loads((out / "segment_report.json")
-                                                                                    .read_text()))}  # fmt: skip
+    truth = planted_faults.write_pause_faults(tmp_path / "recordings")
+    scores = scores_by_recording(truth, segmented(tmp_path / "recordings", tmp_path / "out"))
     bursts, pause, telephone = scores["alice/bursts"], scores["alice/long-pause"], scores["bob/telephone"]
     assert bursts["good_lost"] < 0.5 and bursts["faulty_kept"] == 0, bursts
     assert pause["good_lost"] < 0.5 and pause["longest_silence_kept"] < 2.5, pause

@@ -2,13 +2,11 @@
 over a piece doubled past 9 s, and ran the P.808 model besides), DNSMOS and the voice only for the pieces the cheap
 measures keep, and the time of each stage in the report (benchmarks/segment_faults.py prints it per audio hour)."""
 
-import json
-
 import numpy as np
 import pytest
 
 from tests import planted_faults
-from tests.finetune.test_segmenting import needs_speech_models, segment_command
+from tests.finetune.test_segmenting import needs_speech_models, segmented
 from tests.testing_utils import require_dia
 
 soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
@@ -45,9 +43,7 @@ def test_the_costly_measures_are_taken_of_the_pieces_the_cheap_ones_keep(tmp_pat
     noisy, said = planted_faults.talk(planted_faults.SENTENCES[3:6], planted_faults.VOICES["alice"], 16000, seed=2)
     soundfile.write(raw / "alice/noisy.wav", planted_faults.add_noise(noisy, said, 16000, 8.0), 16000)
     out = tmp_path / "out"
-    result = segment_command(out, f"recordings={raw}")
-    assert result.returncode == 0, result.stderr
-    report = json.loads((out / "segment_report.json").read_text())
+    report = segmented(raw, out)
     noisy = [clip for clip in report["clips"] if clip["recording"] == "alice/noisy"]
     assert noisy and all(clip["dropped"] == "noisy" and clip["dnsmos"] == {} for clip in noisy)  # by SNR alone
     kept = [clip for clip in report["clips"] if not clip["dropped"]]

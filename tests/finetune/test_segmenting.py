@@ -218,6 +218,16 @@ def segment_command(out, *overrides, processes=None):
     return run_main(main, args)
 
 
+def segmented(recordings: Path, out: Path, *overrides) -> dict:
+    """Segments `recordings` into `out` (the run must succeed) and returns its report."""
+    assert_ok(segment_command(out, f"recordings={recordings}", *overrides))
+    return json.loads((out / "segment_report.json").read_text())
+
+
+def scores_by_recording(truth: dict, report: dict) -> dict:
+    return {row["recording"]: row for row in planted_faults.score(truth, report)}
+
+
 def snapshot(folder: Path) -> dict:
     return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 
@@ -234,7 +244,7 @@ def test_planted_faults_cost_only_their_own_sentences(tmp_path):
     assert_ok(result)
     assert "alice/corrupt.wav: unreadable audio" in result.stdout and "add it to skip_recordings" in result.stdout
     report = json.loads((tmp_path / "out" / "segment_report.json").read_text())
-    scores = {row["recording"]: row for row in planted_faults.score(truth, report)}
+    scores = scores_by_recording(truth, report)
     for name, row in scores.items():
         assert row["faulty_kept"] == 0, (name, row)  # nothing faulty is trained on
         assert row["cuts_inside"] == 0, (name, row)
