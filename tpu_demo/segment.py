@@ -421,6 +421,22 @@ def report_lines(summary: dict, out: Path) -> list[str]:
     return [*lines, f"dataset: {out / 'metadata.csv'}; every clip and why it was dropped: {out / REPORT}"]
 
 
+def sized_for_training(config, state):
+    """The settings with clips no longer than training keeps whole (`max_audio_frames` of the same YAML), told."""
+    if not config.recordings.recordings:
+        raise FineTuneError("recordings: not set: name the folder of long recordings to cut into clips")
+    asked = config.recordings.max_clip_seconds
+    config = dataclasses.replace(config, recordings=clip_settings(config))
+    if config.recordings.max_clip_seconds < asked and state.is_main_process:
+        rate, codec = codec_frame_rate(config.data.codec)
+        say(
+            f"clips of at most {config.recordings.max_clip_seconds} s, what max_audio_frames "
+            f"{config.data.max_audio_frames} holds at {rate:.2f} frames a second ({codec}); max_clip_seconds is "
+            f"{asked}"
+        )
+    return config
+
+
 def main(argv=None) -> int:
     refuse_unsupported_transformers()
     from tpu_demo.config.checks import check_config, settings
@@ -435,17 +451,7 @@ def main(argv=None) -> int:
         check_config(raw)
         config = settings(raw)  # no TrainingArguments: segmenting trains nothing
         state = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
-        if not config.recordings.recordings:
-            raise FineTuneError("recordings: not set: name the folder of long recordings to cut into clips")
-        asked = config.recordings.max_clip_seconds
-        config = dataclasses.replace(config, recordings=clip_settings(config))  # clips training keeps whole
-        if config.recordings.max_clip_seconds < asked and state.is_main_process:
-            rate, codec = codec_frame_rate(config.data.codec)
-            say(
-                f"clips of at most {config.recordings.max_clip_seconds} s, what max_audio_frames "
-                f"{config.data.max_audio_frames} holds at {rate:.2f} frames a second ({codec}); max_clip_seconds is "
-                f"{asked}"
-            )
+        config = sized_for_training(config, state)
         recogniser(config)
         out = output_folder(config)
         read_corrections(out, args.allow_removals)  # a table the user saved that cannot be read: before any work

@@ -51,7 +51,20 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
         return CodesDataset(path, num_channels=channels)
     if not path.exists():
         raise FineTuneError(f"dataset {source}: no such manifest or folder (or use `dataset: synthetic`)")
-    from tpu_demo.data.audio import Codec, prepare, read_saved_dataset
+    rows = recording_rows(path, data_args, saved_dataset, state)
+    if not data_args.codec:
+        raise FineTuneError(f"dataset {source} holds recordings: set `codec` to a DacModel folder or hub id")
+    cache_dir = Path(data_args.cache_dir or Path(output_dir) / "audio_codes")
+    prepared = encoded(rows, data_args, model_config, model, cache_dir, state)
+    if state.is_main_process:
+        say(prepared.summary(), flush=True)
+    description = f"{source}: {prepared.summary()}"
+    return CodesDataset(cache_dir, items=prepared.items, num_channels=channels, description=description)
+
+
+def recording_rows(path: Path, data_args, saved_dataset: bool, state) -> list:
+    """The rows of a saved `datasets` folder or a manifest of recordings, told to the user with a report of texts."""
+    from tpu_demo.data.audio import read_saved_dataset
     from tpu_demo.data.layouts import read_recordings
 
     if saved_dataset:
@@ -65,11 +78,15 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
         say(f"dataset {layout}: {len(rows)} recordings", flush=True)
         for line in text_report(rows, DiaTokenizer(), data_args.max_text_tokens):
             say(line, flush=True)
-    if not data_args.codec:
-        raise FineTuneError(f"dataset {source} holds recordings: set `codec` to a DacModel folder or hub id")
+    return rows
+
+
+def encoded(rows: list, data_args, model_config, model, cache_dir: Path, state):
+    """The rows encoded by the codec into `cache_dir` (what it holds already is read, not encoded again)."""
+    from tpu_demo.data.audio import Codec, prepare
+
     codec = Codec(data_args.codec, device=encoding_device(state))
     codec_matches_model(codec, model_config, model)
-    cache_dir = Path(data_args.cache_dir or Path(output_dir) / "audio_codes")
     progress = (lambda it: tqdm(it, desc="encoding audio", unit="file")) if state.is_main_process else None
     settings = (data_args.max_audio_frames, data_args.too_long)
     if state.num_processes > 1 and state.distributed_type != DistributedType.XLA:
@@ -80,13 +97,10 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
         parts = gather_object([share])
         prepared = prepare(rows, codec, cache_dir, *settings, None, data_args.max_text_tokens)
         prepared.add_encoding_of(parts)
-    else:  # on XLA the main process encodes on the host (gather_object has no XLA implementation)
-        with state.main_process_first():
-            prepared = prepare(rows, codec, cache_dir, *settings, progress, data_args.max_text_tokens)
-    if state.is_main_process:
-        say(prepared.summary(), flush=True)
-    description = f"{source}: {prepared.summary()}"
-    return CodesDataset(cache_dir, items=prepared.items, num_channels=channels, description=description)
+        return prepared
+    # on XLA the main process encodes on the host (gather_object has no XLA implementation)
+    with state.main_process_first():
+        return prepare(rows, codec, cache_dir, *settings, progress, data_args.max_text_tokens)
 
 
 def encoding_device(state) -> str:
