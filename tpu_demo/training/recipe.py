@@ -144,8 +144,14 @@ class DiaFineTune:
             if accelerator.is_main_process:
                 save_processor(config.data.codec, self.output_dir / "processor")
             accelerator.wait_for_everyone()
+        self._setup_samples()
+        train_indices, eval_indices = self._split()
+        self._setup_loaders(train_indices, eval_indices)
+
+    def _setup_samples(self) -> None:
+        config, accelerator, args = self.config, self.accelerator, self.config.training
         self.samples = sample_writer(
-            accelerator, config.samples, config.data, model_config, self.output_dir, args.seed, self.transcriber,
+            accelerator, config.samples, config.data, self.model.config, self.output_dir, args.seed, self.transcriber,
             self.voices,
         )  # fmt: skip
         if self.samples and (self.on_xla or (self.sharded and accelerator.is_main_process)):
@@ -158,21 +164,27 @@ class DiaFineTune:
             extractor = self.samples.processor.feature_extractor
             frame_rate = extractor.sampling_rate / extractor.hop_length
             self.samples.seconds_per_char = data_seconds_per_char(self.dataset, frame_rate)
-        held_out = [i for i, item in enumerate(self.dataset.items) if item.get("held_out")]
+
+    def _split(self) -> tuple[list[int], list[int]]:
+        """The training and evaluation clips, written to split.json, and what evaluations speak and compare with."""
+        config, accelerator, args = self.config, self.accelerator, self.config.training
+        items = self.dataset.items
+        held_out = [i for i, item in enumerate(items) if item.get("held_out")]
         train_indices, eval_indices = split(len(self.dataset), config.data.eval_samples, args.seed, held_out)
         enough_for_a_step(len(self.dataset), len(train_indices), config.data.eval_samples, args, self.replicas)
         if accelerator.is_main_process:
             (self.output_dir / "split.json").write_text(json.dumps({"train": train_indices, "eval": eval_indices}))
             settings_path(self.output_dir).write_text(json.dumps(run_settings(config), indent=2))
-        train_set, eval_set = (torch.utils.data.Subset(self.dataset, ids) for ids in (train_indices, eval_indices))
         # what evaluations speak for `eval_asr_model` and `eval_speaker_model` (texts a training sample dropped are
         # no test), and whose voices the samples are compared with
-        items = self.dataset.items
         said = [i for i in eval_indices if items[i]["text"].strip()][: config.evaluation.eval_asr_samples]
         self.eval_texts, self.eval_speakers = [items[i]["text"] for i in said], [items[i].get("speaker") for i in said]
         if self.voices and accelerator.is_main_process:
             self.samples.add_reference_voices(self.dataset, eval_indices)
-        data = config.data
+        return train_indices, eval_indices
+
+    def _setup_loaders(self, train_indices: list[int], eval_indices: list[int]) -> None:
+        data, args, model_config = self.config.data, self.config.training, self.model.config
         prompts = AudioPrompts(self.dataset, train_indices, data.audio_prompts, data.audio_prompt_max_frames)
         compiled = self.on_xla or args.torch_compile  # a graph compiler compiles for each shape it meets
         default_buckets = (4 if compiled else 0) if pads_batches_to_their_longest() else 1
@@ -185,12 +197,13 @@ class DiaFineTune:
         )  # fmt: skip
         loading = {
             "num_workers": args.dataloader_num_workers,
-            "pin_memory": args.dataloader_pin_memory and accelerator.device.type == "cuda",  # pinning serves CUDA only
+            "pin_memory": args.dataloader_pin_memory and self.accelerator.device.type == "cuda",  # for CUDA only
         }
         batch_size = args.per_device_train_batch_size * self.devices
         order = {"shuffle": train_sampling(args) == "random"}
         if train_sampling(args) == "group_by_length":  # clips of similar length together: a batch is padded little
             order = {"sampler": LengthGroupedSampler(code_frames(self.dataset, train_indices), batch_size, args.seed)}
+        train_set, eval_set = (torch.utils.data.Subset(self.dataset, ids) for ids in (train_indices, eval_indices))
         self.train_loader = torch.utils.data.DataLoader(
             train_set, batch_size=batch_size, drop_last=True, collate_fn=self.collator, **order, **loading
         )
