@@ -1,6 +1,7 @@
 """A user's recordings in: a manifest of WAV/FLAC files, encoded once by a DacModel, cached, and refused clearly."""
 
 import csv
+import dataclasses
 import json
 import re
 import shutil
@@ -180,11 +181,31 @@ def test_too_long_audio_is_truncated_or_dropped_and_counted(tmp_path):
     assert "2 truncated to max_audio_frames (rows 3, 4)" in truncated.summary()
     dropped = prepare(rows, codec, tmp_path / "cache", max_frames=55, too_long="drop")
     assert (len(dropped.items), dropped.dropped) == (1, [3, 4])
-    assert "(rows 3, 4; the longest has 62 frames: raise max_audio_frames or set too_long: truncate)" in (
+    assert "(rows 3, 4; the longest recording has 62 frames (row 4): raise max_audio_frames or set too_long: " in (
         dropped.summary()
     )
     with pytest.raises(FineTuneError, match="no sample left to train on"):
         prepare(rows, codec, tmp_path / "cache", max_frames=10, too_long="drop")
+
+
+def test_the_longest_hint_counts_the_recordings_dropped_for_their_text(tmp_path):
+    # it named the longest of the clips encoded (56 frames): raised to that, the next run met the 62 of a clip whose
+    # text had been too long
+    from tpu_demo.data.audio import Codec, prepare
+    from tpu_demo.data.layouts import read_recordings
+
+    rows = read_recordings(recordings(tmp_path / "user", count=3)).rows  # 50, 56 and 62 frames
+    rows[2] = dataclasses.replace(rows[2], text="[S1] " + "a long text " * 10)
+    gone = dataclasses.replace(rows[2], audio=tmp_path / "gone.wav", row=5)  # what its text drops is not read
+    codec = Codec(str(tiny_codec(tmp_path / "codec")))
+    dropped = prepare([*rows, gone], codec, tmp_path / "cache", max_frames=55, too_long="drop", max_text_tokens=40)
+    assert (dropped.dropped, dropped.text_too_long) == ([3], [4, 5])
+    assert "the longest recording has 62 frames (row 4): raise max_audio_frames or set too_long: truncate" in (
+        dropped.summary()
+    )
+    assert dropped.encoded == 2  # measured, not encoded
+    raised = prepare(rows, codec, tmp_path / "cache", max_frames=62, too_long="drop", max_text_tokens=200)
+    assert (len(raised.items), raised.dropped) == (3, [])
 
 
 def test_a_saved_datasets_folder_is_read_from_its_bytes(tmp_path):

@@ -135,6 +135,15 @@ class Codec:
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
         self.fingerprint = digest.hexdigest()[:16]
 
+    def frames_in(self, row) -> int:
+        """The code frames `row`'s audio encodes to (the codec's convolutions drop a last partial hop), or 0 where it
+        cannot be read."""
+        try:
+            samples, _ = load_audio(row.audio, self.sampling_rate, row.content())
+        except (FineTuneError, OSError):  # a row dropped for its text is not refused for its audio
+            return 0
+        return len(samples) // self.model.config.hop_length
+
     @torch.no_grad()
     def encode(self, clips) -> list[torch.Tensor]:
         """(frames, codebooks) codes of each of `clips`, mono samples at the codec's rate, all of one length."""
@@ -155,7 +164,8 @@ class Prepared:
     short: list[int] = field(default_factory=list)  # kept, but named: a word or less, often a cut recording
     max_text_tokens: int = 0
     stereo: int = 0
-    longest_dropped: int = 0  # code frames
+    longest_dropped: int = 0  # code frames of the longest recording, among those dropped for their audio or text
+    longest_row: int = 0
 
     def add_encoding_of(self, parts: list["Prepared"]) -> None:
         """What `parts` (the shares other processes encoded, now in the cache this pass read) found when encoding."""
@@ -174,7 +184,8 @@ class Prepared:
         if self.dropped:
             parts.append(
                 f"{len(self.dropped)} dropped as longer than max_audio_frames (rows {row_numbers(self.dropped)}; the "
-                f"longest has {self.longest_dropped} frames: raise max_audio_frames or set too_long: truncate)"
+                f"longest recording has {self.longest_dropped} frames (row {self.longest_row}): raise "
+                "max_audio_frames or set too_long: truncate)"
             )
         if self.silent:
             parts.append(f"{len(self.silent)} silent (rows {row_numbers(self.silent)}: check the recordings)")
@@ -286,13 +297,18 @@ def prepare(
         if frames > max_frames:
             if too_long == "drop":
                 result.dropped.append(row.row)
-                result.longest_dropped = max(result.longest_dropped, frames)
+                result.longest_dropped, result.longest_row = max((result.longest_dropped, result.longest_row),
+                                                                 (frames, row.row))  # fmt: skip
                 continue
             result.truncated.append(row.row)
         # relative to the cache folder, which the dataset joins: the cache may be a relative path
         item = {"file": str(target.relative_to(cache_dir)), "text": row.prompt, "row": row.row}
         item |= ({"held_out": True} if row.held_out else {}) | ({"speaker": row.speaker} if row.speaker else {})
         result.items.append(item)
+    if result.dropped:  # the longest to make room for is also among those the text dropped: measured, not encoded
+        for row in (row for row in rows if row.row in set(result.text_too_long)):
+            result.longest_dropped, result.longest_row = max((result.longest_dropped, result.longest_row),
+                                                             (codec.frames_in(row), row.row))  # fmt: skip
     if require_items and not result.items:
         raise FineTuneError(f"no sample left to train on ({result.summary()})")
     return result
