@@ -4,9 +4,12 @@ speaker encoder (whose voice it is), ITU-R BS.1770 loudness, and pocketsphinx (a
 
 Each model works on 16 kHz mono float32, the rate all of them were trained at."""
 
+from collections import Counter
+
 import numpy as np
 
 RATE = 16000
+DITHER = 10.0  # 16-bit steps (-70 dBFS)
 PACKAGES = {"silero_vad": "silero-vad", "speechmos": "speechmos", "resemblyzer": "Resemblyzer"}
 
 
@@ -16,6 +19,43 @@ def missing_package(error: ImportError) -> str:
     if name == "pkg_resources":  # webrtcvad, which Resemblyzer imports, needs setuptools' pkg_resources
         return "setuptools<81"
     return PACKAGES.get(name, name)
+
+
+def pcm16(audio16k: np.ndarray) -> np.ndarray:
+    """16-bit samples for pocketsphinx with a dither 70 dB under full scale, below any room's noise: digital silence
+    (a noise gate's) has no spectrum, and pocketsphinx then aligns a sentence without its last words, or not at all
+    (Kaldi dithers its features for the same reason; one step of dither was not enough here)."""
+    dither = DITHER * np.random.default_rng(0).standard_normal(len(audio16k))  # seeded: the same alignment each run
+    return np.clip(np.clip(audio16k, -1, 1) * 32767 + dither, -32768, 32767).astype(np.int16)
+
+
+def loud_frames(audio16k: np.ndarray, frame: int, quiet_db: float) -> np.ndarray:
+    """Whether each `frame`-sample frame is as loud as speech: within `quiet_db` of the piece's loud frames."""
+    frames = audio16k[: len(audio16k) // frame * frame].reshape(-1, frame)
+    levels = 10 * np.log10((frames.astype(np.float64) ** 2).mean(axis=1) + 1e-12)
+    return levels > (np.percentile(levels, 95) - quiet_db if len(levels) else 0.0)
+
+
+def known(decoder, word: str) -> bool:
+    """Whether `word` is in the decoder's dictionary, or made so: a compound of two words it holds ("windowsill")."""
+    if decoder.lookup_word(word) is not None:
+        return True
+    for cut in range(2, len(word) - 1):
+        head, tail = decoder.lookup_word(word[:cut]), decoder.lookup_word(word[cut:])
+        if head and tail:
+            decoder.add_word(word, f"{head} {tail}", True)
+            return True
+    return False
+
+
+def longest_run(flags: np.ndarray, gap: int) -> int:
+    """The most set flags in one run of them, a run going on over fewer than `gap` unset ones (a word's stops)."""
+    longest = count = 0
+    last = None
+    for index in np.flatnonzero(flags):
+        count = count + 1 if last is not None and index - last <= gap else 1
+        longest, last = max(longest, count), index
+    return longest
 
 
 def to_model_rate(audio: np.ndarray, rate: int) -> np.ndarray:
@@ -185,7 +225,7 @@ class Pocketsphinx:
         self.decoder = Decoder
 
     def __call__(self, audio: np.ndarray, rate: int) -> str:
-        samples = (np.clip(to_model_rate(audio, rate), -1, 1) * 32767).astype(np.int16)
+        samples = pcm16(to_model_rate(audio, rate))
         decoder = self.decoder(loglevel="FATAL")  # 0.3 s; a used one adapts, so a transcript would depend on others
         decoder.start_utt()
         decoder.process_raw(samples.tobytes(), full_utt=True)
@@ -197,12 +237,15 @@ class Pocketsphinx:
 class Aligner:
     """pocketsphinx's forced alignment of a piece's text to its audio: where each word is said, and whether the
     text is all that is said. Uncertain (a `problem`): the text cannot be aligned at all (a word not said, another
-    sentence), a word squeezed to the fewest frames its phones allow (said elsewhere), or speech the text lacks (the
-    aligner's silence over more than `max_silence` s inside a piece of speech, or EDGE_SILENCE at its ends, which
-    the speech detector cut tight). English, like its recogniser."""
+    sentence), a word aligned nowhere or squeezed to the fewest frames its phones allow (said elsewhere), or speech
+    the text lacks: a word stretched over more speech than its phones take, or sound as loud as speech (QUIET_DB)
+    for more than `max_silence` s where the aligner puts silence inside a piece, or EDGE_SILENCE at its ends, which
+    the speech detector cut tight. Pauses and a piece's quiet margins are no problem. English, like its recogniser."""
 
     FRAME = 0.01  # seconds: pocketsphinx's frame
-    EDGE_SILENCE = 0.1  # seconds of the aligner's silence at a piece's start or end: a word its text lacks ("the")
+    EDGE_SILENCE = 0.1  # seconds of speech-loud sound the aligner calls silence at a piece's ends: a word ("the")
+    QUIET_DB = 30.0  # a frame this far under the piece's loud frames (its 95th percentile) is a pause
+    STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
 
     def __init__(self, max_silence: float):
         from pocketsphinx import Decoder
@@ -214,32 +257,43 @@ class Aligner:
         if not words:
             return {"confidence": 0.0, "problem": "no words to align"}
         decoder = self.decoder(loglevel="FATAL")  # a new one: a used one adapts, so results would depend on others
-        unknown = [word for word in dict.fromkeys(words) if decoder.lookup_word(word) is None]
+        unknown = [word for word in dict.fromkeys(words) if not known(decoder, word)]
         if unknown:
             return {"confidence": 0.0, "problem": f"not in the aligner's dictionary: {' '.join(unknown[:3])}"}
-        samples = (np.clip(to_model_rate(audio, rate), -1, 1) * 32767).astype(np.int16)
+        audio16k = to_model_rate(audio, rate)
         try:
             decoder.set_align_text(" ".join(words))
             decoder.start_utt()
-            decoder.process_raw(samples.tobytes(), full_utt=True)
+            decoder.process_raw(pcm16(audio16k).tobytes(), full_utt=True)
             decoder.end_utt()
         except RuntimeError as error:
             return {"confidence": 0.0, "problem": f"not aligned ({error})"}
         segments = list(decoder.seg() or [])
         if decoder.hyp() is None or not segments:
             return {"confidence": 0.0, "problem": "the text does not align with the audio"}
-        seconds = max(len(samples) / RATE, self.FRAME)
-        unexplained, problems = 0.0, []
+        seconds = max(len(audio16k) / RATE, self.FRAME)
+        loud = loud_frames(audio16k, round(self.FRAME * RATE), self.QUIET_DB)
+        aligned = [segment.word.split("(")[0] for segment in segments if not segment.word.startswith(("<", "["))]
+        missing = list((Counter(words) - Counter(aligned)).elements())
+        unexplained = 0.1 * len(missing)
+        problems = [f"{' '.join(repr(word) for word in missing[:3])} aligned nowhere"] if missing else []
         for number, segment in enumerate(segments):
             length = (segment.end_frame - segment.start_frame + 1) * self.FRAME
             edge = number in (0, len(segments) - 1)  # a piece of speech starts and ends in speech: a word there
-            if segment.word == "<sil>" and length > (self.EDGE_SILENCE if edge else self.max_silence):
-                unexplained += length
-                problems.append(f"speech the text lacks ({length:.2f} s at {segment.start_frame * self.FRAME:.2f} s)")
+            if segment.word == "<sil>":
+                sounding = longest_run(loud[segment.start_frame : segment.end_frame + 1], 10) * self.FRAME
+                if sounding > (self.EDGE_SILENCE if edge else self.max_silence):
+                    unexplained += sounding
+                    at = segment.start_frame * self.FRAME
+                    problems.append(f"speech the text lacks ({sounding:.2f} s in a silence at {at:.2f} s)")
             elif not segment.word.startswith(("<", "[")):
-                phones = len((decoder.lookup_word(segment.word) or "x").split())
+                phones, word = len((decoder.lookup_word(segment.word) or "x").split()), segment.word.split("(")[0]
+                sounding = loud[segment.start_frame : segment.end_frame + 1].sum() * self.FRAME
                 if length <= 3 * phones * self.FRAME:  # a 3-state HMM's fewest frames: squeezed in
                     unexplained += 0.1
-                    problems.append(f"'{segment.word.split('(')[0]}' squeezed to {length:.2f} s")
-        confidence = round(max(0.0, 1.0 - unexplained / seconds), 3)
+                    problems.append(f"'{word}' squeezed to {length:.2f} s")
+                elif sounding > self.STRETCH * phones + 0.25:  # a word stretched over others the text lacks
+                    unexplained += sounding - self.STRETCH * phones
+                    problems.append(f"speech the text lacks ('{word}' stretched over {sounding:.2f} s)")
+        confidence = round(max(0.0, 1.0 - float(unexplained) / seconds), 3)
         return {"confidence": confidence, "problem": "; ".join(problems) or None}
