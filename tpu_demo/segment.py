@@ -50,6 +50,7 @@ from tpu_demo.data.segmenting import (
     report,
     segment_settings,
     settings_fingerprint,
+    with_margins,
     write_clip,
 )
 from tpu_demo.data.speech_models import missing_package
@@ -213,15 +214,20 @@ def align(recording, pieces: list[Piece], stages: Stages, models: Models) -> Non
     from tpu_demo.data.speech_models import levelled, without_dc
 
     aligned = stages.load("alignments", stages.pieces_key) or {}
-    before, rate = len(aligned), soundfile.info(str(recording.path)).samplerate
+    info = soundfile.info(str(recording.path))
+    before, rate = len(aligned), info.samplerate
+    # each piece with the margins its clip would get: a speech detector cuts tight, inside a last consonant
+    seconds = info.frames / rate
+    spans = {id(piece): with_margins(pieces, number, number, seconds) for number, piece in enumerate(pieces)}
 
     def align_piece(piece, text):
-        found = aligned.get(alignment_key(piece, text))
+        start, end = spans[id(piece)]
+        found = aligned.get(alignment_key(start, end, text))
         if found is None:
-            start, stop = int(piece.start * rate), int(piece.end * rate)
-            audio, _ = soundfile.read(str(recording.path), start=start, stop=stop, dtype="float32", always_2d=True)
+            first, stop = round(start * rate), round(end * rate)
+            audio, _ = soundfile.read(str(recording.path), start=first, stop=stop, dtype="float32", always_2d=True)
             heard = levelled(without_dc(audio.mean(axis=1), rate), rate)
-            found = aligned[alignment_key(piece, text)] = models.get("aligner")(heard, rate, normalise(text))
+            found = aligned[alignment_key(start, end, text)] = models.get("aligner")(heard, rate, normalise(text))
         return found
 
     align_text(pieces, recording, align_piece)

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from tests import planted_faults
-from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, segmented
+from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, segmented, settings
 from tests.testing_utils import require_dia
 
+soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
 pytestmark = require_dia
 
 
@@ -41,6 +42,31 @@ def test_each_piece_gets_the_part_of_the_text_that_aligns_and_one_that_aligns_no
         "no part of its recording's text aligns: the text does not align (alignment confidence 0.00)"
     )
     assert max(Counter(start for start, _ in tried).values()) <= 6  # at most SEARCH_TRIES parts a piece
+
+
+def test_each_piece_is_aligned_with_the_margins_its_clip_gets(tmp_path):
+    # the speech detector cut a piece inside its last word ("cold"): aligned without the pause its clip keeps, the
+    # word aligned nowhere and a clean sentence was dropped as `uncertain alignment`
+    from tpu_demo.data.segmenting import Recording, join
+    from tpu_demo.segment import Stages, align
+
+    path = tmp_path / "talk.wav"
+    soundfile.write(path, np.zeros(7 * 16000, np.float32), 16000)
+    found = pieces((1.0, 2.0), (2.1, 3.0), (5.0, 6.9))
+    heard = []
+
+    class Models:
+        def get(self, name):
+            def aligner(audio, rate, text):
+                heard.append(round(len(audio) / rate, 2))
+                return {"confidence": 1.0, "problem": None}
+
+            return aligner
+
+    talk = Recording(path, "talk", None, "The morning was cold. We walked. " * 3)
+    align(talk, found, Stages(talk, tmp_path / "out", settings(), "pocketsphinx"), Models())
+    clips = join(found, talk, 7.0, settings(max_clip_seconds=1.5))
+    assert heard == [round(clip.end - clip.start, 2) for clip in clips] == [1.2, 1.1, 2.1]
 
 
 def test_the_aligner_tells_the_words_said_from_others():

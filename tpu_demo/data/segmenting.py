@@ -39,6 +39,7 @@ ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a p
 MIN_BANDWIDTH_HZ = 6000.0  # a narrower piece (telephone 3.4 kHz, AM radio 5 kHz) would teach a full-band codec muffled
 TURN = re.compile(r"^\[S\d\]$")
 REPORT = "segment_report.json"  # in the dataset folder: every clip, kept or dropped, and what it was cut with
+ALIGNER = "a2"  # the version of speech_models.Aligner's judgement: a change here aligns every piece again
 PARTS = ".segmenting"  # one folder per recording: its stages' results, what makes a run resumable
 CORRECTIONS = "corrections.csv"  # the user's edits of metadata.csv texts, kept across reruns
 DIA_CODEC = (44100, 512)  # Dia's codec, descript/dac_44khz: its rate and hop, where the YAML's codec cannot be read
@@ -368,9 +369,10 @@ def give_texts(pieces: list[Piece], recording: Recording, max_asr_cer: float) ->
                 piece.dropped, piece.detail = "no words heard", "the recogniser heard no words"
 
 
-def alignment_key(piece: Piece, text: str) -> str:
-    """A piece's forced alignment to a text is cached by its times and the words of the text."""
-    return f"{piece.start:.3f}-{piece.end:.3f} {hashlib.sha256(normalise(text).encode()).hexdigest()[:16]}"
+def alignment_key(start: float, end: float, text: str) -> str:
+    """A forced alignment of a text to a span of a recording is cached by the span, the words of the text and the
+    aligner's version (ALIGNER)."""
+    return f"{ALIGNER} {start:.3f}-{end:.3f} {hashlib.sha256(normalise(text).encode()).hexdigest()[:16]}"
 
 
 def aligns(recording: Recording, settings) -> bool:
@@ -457,6 +459,16 @@ def joined_text(parts: list[str]) -> str:
     return " ".join(words)
 
 
+def with_margins(pieces: list[Piece], first: int, last: int, seconds: float) -> tuple[float, float]:
+    """Where a clip of `pieces[first:last + 1]` starts and ends: up to EDGE into the pauses around it, never past half
+    of one."""
+    before = pieces[first - 1].end if first else 0.0
+    after = pieces[last + 1].start if last + 1 < len(pieces) else seconds
+    start = pieces[first].start - min(EDGE, (pieces[first].start - before) / 2)
+    end = pieces[last].end + min(EDGE, (after - pieces[last].end) / 2)
+    return round(max(0.0, start), 3), round(min(seconds, end), 3)
+
+
 def join(pieces: list[Piece], recording: Recording, seconds: float, settings) -> list[Clip]:
     """Clips of neighbouring kept pieces, at most `max_clip_seconds` with their margins and no pause longer than
     JOIN_PAUSE inside nor a sound in a pause; each dropped piece a dropped clip of its own. A clip's margins are up to
@@ -480,11 +492,7 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings) ->
     clips = []
     for numbers in groups:
         group = [pieces[number] for number in numbers]
-        before = pieces[numbers[0] - 1].end if numbers[0] else 0.0
-        after = pieces[numbers[-1] + 1].start if numbers[-1] + 1 < len(pieces) else seconds
-        start = group[0].start - min(EDGE, (group[0].start - before) / 2)
-        end = group[-1].end + min(EDGE, (after - group[-1].end) / 2)
-        clip = Clip(recording.name, round(max(0.0, start), 3), round(min(seconds, end), 3), recording.speaker)
+        clip = Clip(recording.name, *with_margins(pieces, numbers[0], numbers[-1], seconds), recording.speaker)
         clip.text = joined_text([piece.text for piece in group])
         clip.transcript = " ".join(piece.transcript or "" for piece in group).strip()
         snrs = [piece.snr_db for piece in group if piece.snr_db is not None]
