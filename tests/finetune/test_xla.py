@@ -107,7 +107,8 @@ def test_length_buckets_compile_each_shape_once_and_resume_exactly(tmp_path):
     """The default on XLA: text and audio each padded to one of 4 lengths, in the length-grouped order. Each shape's
     graphs compile when it first comes, never again; a resumed run draws the same batches."""
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    run = (*XLA_RUN, "train_sampling_strategy=group_by_length", "max_steps=16")
+    # saves every other step, evaluations every 4th: a save follows an evaluation or a step
+    run = (*XLA_RUN, "train_sampling_strategy=group_by_length", "max_steps=16", "save_steps=2")
     assert_ok(run_demo(straight, *run))
     assert_ok(run_demo(resumed, *run, "stop_after_steps=6"))
     assert_ok(run_demo(resumed, *run, "resume_from_checkpoint=latest"))
@@ -120,6 +121,7 @@ def test_length_buckets_compile_each_shape_once_and_resume_exactly(tmp_path):
         assert xla["train"]["compilations_later"] == 0, xla
         assert all(s["compilations_later"] == 0 for s in shapes.values()), shapes
         assert xla["eval"]["compilations_later"] == 0, xla
+        assert xla["save"]["calls"] >= 5 and xla["save"]["compilations_later"] == 0, xla
     padded = [m["padding_share"] for m in metrics(straight) if "padding_share" in m]
     assert padded and max(padded) < 0.5, padded
 

@@ -436,7 +436,7 @@ class DiaFineTune:
         if args.save_total_limit and self.accelerator.is_main_process:
             keep = self.progress.best.best_checkpoint() if args.load_best_model_at_end else None
             rotate_checkpoints(self.output_dir, args.save_total_limit, keep)
-        self.counters.mark("save")
+        self.counters.mark("save", graphs=[("save",)])  # keyed: a save after an evaluation warms up once of its own
 
     def finish(self) -> dict:
         """After the loop: a checkpoint if it stopped early, the last evaluation, samples and `final/` if it ended,
