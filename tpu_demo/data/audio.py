@@ -282,10 +282,11 @@ def prepare(
 
     result = Prepared(items=[], max_text_tokens=max_text_tokens or 0)
     tokenizer = DiaTokenizer() if max_text_tokens else None
-    kept = []
+    kept, text_dropped = [], []
     for row in rows:
         if tokenizer is not None and len(tokenizer(row.prompt)["input_ids"]) > max_text_tokens:
             result.text_too_long.append(row.row)
+            text_dropped.append(row)
         else:
             kept.append(row)
     encoding = Encoding(codec, cache, result)
@@ -306,7 +307,7 @@ def prepare(
         item |= ({"held_out": True} if row.held_out else {}) | ({"speaker": row.speaker} if row.speaker else {})
         result.items.append(item)
     if result.dropped:  # the longest to make room for is also among those the text dropped: measured, not encoded
-        for row in (row for row in rows if row.row in set(result.text_too_long)):
+        for row in text_dropped:
             result.longest_dropped, result.longest_row = max((result.longest_dropped, result.longest_row),
                                                              (codec.frames_in(row), row.row))  # fmt: skip
     if require_items and not result.items:
