@@ -23,6 +23,8 @@ from tpu_demo.training.checkpoint import (
     save_checkpoint,
     save_final,
     verify_checkpoint,
+    verify_checksums,
+    write_checksums,
 )
 
 pytestmark = require_dia
@@ -331,6 +333,19 @@ def test_a_checkpoint_lists_the_sha256_of_every_file(accelerator, training, tmp_
     assert set(listed) == files and SAFE_WEIGHTS_NAME in files
     for name, digest in listed.items():
         assert hashlib.sha256((path / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_hosts_sharing_a_disk_do_not_list_each_others_checksums_while_written(tmp_path):
+    # two machines on one disk write checksums into the same folder at once: the other's file being written is renamed
+    # away while this one lists the folder (CI: a two-machine save died on its vanished file)
+    (tmp_path / "model.safetensors").write_bytes(PAYLOAD)
+    being_written = tmp_path / f".{CHECKSUMS}.4242"
+    being_written.write_text("")
+    write_checksums(tmp_path)
+    being_written.replace(tmp_path / "other_host.tmp")
+    (tmp_path / "other_host.tmp").unlink()
+    assert [line.split("  ")[1] for line in (tmp_path / CHECKSUMS).read_text().splitlines()] == ["model.safetensors"]
+    verify_checksums(tmp_path)
 
 
 @pytest.mark.parametrize("broken", [SAFE_WEIGHTS_NAME, "custom_checkpoint_0.pkl"])

@@ -63,11 +63,16 @@ def sha256(file: Path) -> str:
 
 def write_checksums(folder: Path) -> None:
     """Only a header and a size can tell a safetensors file whole; overwritten bytes need the file's digest."""
-    files = sorted(file for file in folder.rglob("*") if file.is_file() and file.name != CHECKSUMS)
+    files = sorted(file for file in folder.rglob("*") if file.is_file() and not is_checksums(file))
     lines = "".join(f"{sha256(file)}  {file.relative_to(folder)}\n" for file in files)
     written = folder / f".{CHECKSUMS}.{os.getpid()}"  # whole or absent, also beside another host's on a shared disk
     written.write_text(lines)
     written.replace(folder / CHECKSUMS)
+
+
+def is_checksums(file: Path) -> bool:
+    """The list, or one being written by a host sharing the disk (renamed away at any moment)."""
+    return file.name == CHECKSUMS or file.name.startswith(f".{CHECKSUMS}.")
 
 
 def verify_checksums(path: Path) -> None:
