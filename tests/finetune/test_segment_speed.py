@@ -33,6 +33,41 @@ def test_dnsmos_runs_once_per_nine_seconds_and_scores_as_speechmos_does():
     assert len(runs) == 3  # 20 s: the fewest 9.01 s windows that cover it
 
 
+def test_dnsmos_takes_the_threads_of_the_process_share_of_the_cores():
+    needs_speech_models()
+    import torch
+
+    from tpu_demo.data.speech_models import QualityJudge
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)  # as `accelerate launch` gives each of two processes on two cores
+        options = QualityJudge().session.get_session_options()
+    finally:
+        torch.set_num_threads(threads)
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
+
+
+def test_the_speech_detector_finds_silero_streaming_spans_in_a_call_per_16_seconds():
+    needs_speech_models()
+    import torch
+    from silero_vad import get_speech_timestamps, load_silero_vad
+
+    from tpu_demo.data.speech_models import SpeechDetector
+
+    audio, _ = planted_faults.talk(planted_faults.SENTENCES[:6], planted_faults.VOICES["alice"], 16000, seed=3)
+    detector = SpeechDetector(threshold=0.5, min_pause_seconds=0.3, max_seconds=6.0)
+    calls, run = [], detector.model.session.run
+    detector.model.session.run = lambda *args: calls.append(1) or run(*args)
+    spans = detector(audio)
+    streamed = get_speech_timestamps(
+        torch.from_numpy(audio), load_silero_vad(onnx=False), threshold=0.5, sampling_rate=16000,
+        min_silence_duration_ms=300, max_speech_duration_s=6.0, speech_pad_ms=0,
+    )  # fmt: skip
+    assert len(spans) >= 6 and spans == [(span["start"] / 16000, span["end"] / 16000) for span in streamed]
+    assert len(calls) == int(np.ceil(len(audio) / 16000 / 16.384))  # 512 frames of 32 ms a call
+
+
 @pytest.mark.xdist_group("segment")
 def test_the_costly_measures_are_taken_of_the_pieces_the_cheap_ones_keep(tmp_path):
     needs_speech_models()

@@ -67,20 +67,20 @@ def to_model_rate(audio: np.ndarray, rate: int) -> np.ndarray:
 
 class SpeechDetector:
     """Silero VAD: the spans of a recording where someone speaks, cut at pauses of at least `min_pause_seconds`;
-    speech longer than `max_seconds` is split at its longest inner pause."""
+    speech longer than `max_seconds` is split at its longest inner pause. Its sequence model gives the streaming
+    model's probabilities for each 32 ms frame, bit for bit, in one ONNX call per 16 s instead of one per frame."""
 
     def __init__(self, threshold: float, min_pause_seconds: float, max_seconds: float):
         from silero_vad import load_silero_vad
 
-        self.model = load_silero_vad(onnx=False)
+        self.model = load_silero_vad(sequence=True)
         self.threshold, self.min_pause, self.max_seconds = threshold, min_pause_seconds, max_seconds
 
     def __call__(self, audio16k: np.ndarray) -> list[tuple[float, float]]:
-        import torch
-        from silero_vad import get_speech_timestamps
+        from silero_vad import get_speech_timestamps_sequence
 
-        spans = get_speech_timestamps(
-            torch.from_numpy(audio16k),
+        spans = get_speech_timestamps_sequence(
+            np.ascontiguousarray(audio16k, dtype=np.float32),
             self.model,
             threshold=self.threshold,
             sampling_rate=RATE,
@@ -110,9 +110,12 @@ class QualityJudge:
 
         import onnxruntime
         import speechmos
+        import torch
 
         model = Path(speechmos.__file__).parent / "dnsmos_models" / "sig_bak_ovr.onnx"
-        self.session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        options = onnxruntime.SessionOptions()  # the process's share of the cores (its own default: all of them)
+        options.intra_op_num_threads, options.inter_op_num_threads = torch.get_num_threads(), 1
+        self.session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
 
     def __call__(self, audio16k: np.ndarray) -> dict[str, float]:
         size = int(self.SECONDS * RATE)
