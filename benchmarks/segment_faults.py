@@ -103,20 +103,25 @@ def table(rows: list[dict], audio_seconds: float, elapsed: float, processes: int
     return lines
 
 
-def stages(seconds: dict, audio_seconds: float) -> list[str]:
-    """The segmenter's own time by stage (its report's seconds_by_stage), per audio hour."""
+def stages(seconds: dict, audio_seconds: float, processes: int = 1) -> list[str]:
+    """The segmenter's own time by stage (its report's seconds_by_stage: every process's, in seconds of one core),
+    per audio hour, and the speed its sum gives with the work spread over `processes` cores."""
     if not seconds:
         return ["(the report has no seconds_by_stage)"]
 
     def line(name, spent):
         speed = f"{audio_seconds / spent:12.1f}" if spent >= 0.05 else f"{'-':>12}"
-        return f"{name:<22} {spent:7.1f} {spent * 3600 / audio_seconds:17.0f} {speed}"
+        return f"{name:<26} {spent:7.1f} {spent * 3600 / audio_seconds:17.0f} {speed}"
 
-    lines = [f"{'stage':<22} {'s':>7} {'s per audio hour':>17} {'x real time':>12}"]
+    lines = [f"{'stage (one core)':<26} {'s':>7} {'s per audio hour':>17} {'x real time':>12}"]
     lines += [line(stage, spent) for stage, spent in sorted(seconds.items(), key=lambda item: -item[1])]
     total = sum(seconds.values())
     asr = sum(spent for stage, spent in seconds.items() if stage in ("recogniser", "load recogniser"))
-    return [*lines, line("all stages", total), line("without the recogniser", total - asr)]
+    lines += [line("all stages", total), line("without the recogniser", total - asr)]
+    if processes > 1:
+        lines += [line(f"all stages, {processes} cores", total / processes),
+                  line(f"without the recogniser, {processes} cores", (total - asr) / processes)]  # fmt: skip
+    return lines
 
 
 def main(argv=None) -> int:
@@ -153,7 +158,7 @@ def main(argv=None) -> int:
         report = json.loads((dataset / "segment_report.json").read_text())
         for line in table(planted().score(truth, report), audio_seconds, elapsed, args.processes):
             print(line)
-        for line in stages(report.get("seconds_by_stage", {}), audio_seconds):
+        for line in stages(report.get("seconds_by_stage", {}), audio_seconds, args.processes):
             print(line)
         return 0
     finally:

@@ -58,7 +58,7 @@ from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.intelligibility import normalise
 
 STAGES = 4  # the version of what the stages store: a change here redoes them all
-TIMES = collections.Counter()  # seconds this process spent in each stage this run (the report's seconds_by_stage)
+TIMES = collections.Counter()  # seconds this process spent in each stage this run (the main one: all processes)
 
 
 @contextlib.contextmanager
@@ -271,9 +271,26 @@ def segment_share(config, recordings, out: Path, state) -> None:
         done += found is not None
         qualify(recording, pieces, stage, models, settings, audio16k)
         transcribe(recording, pieces, stage, models, settings)
+        if aligns(recording, settings):  # in each process: the join, in the main one, finds them done
+            align(recording, pieces, stage, models)
     if state.is_main_process and done:
         whose = "this process's " if state.num_processes > 1 else ""
         say(f"{done} of {whose}{len(share)} recordings cut and measured before (cached)")
+
+
+def share_times(out: Path, state) -> None:
+    """Every process's stage times, added up in the main one's (the report's seconds_by_stage: all the work, in
+    seconds of one core); a file each, as the stages' results are (a gather needs a backend XLA lacks)."""
+    times = out / PARTS / f"times.{state.process_index}.json"
+    if not state.is_main_process:
+        times.parent.mkdir(parents=True, exist_ok=True)
+        times.write_text(json.dumps(TIMES))
+    state.wait_for_everyone()
+    if state.is_main_process:
+        for index in range(1, state.num_processes):
+            other = times.with_name(f"times.{index}.json")
+            TIMES.update(json.loads(other.read_text()))
+            other.unlink()
 
 
 def text_digest(text: str) -> str:
@@ -468,7 +485,7 @@ def main(argv=None) -> int:
         if any(recording.text for recording in recordings):
             import jiwer  # noqa: F401 (aligning a recording's text compares transcripts)
         segment_share(config, recordings, out, state)
-        state.wait_for_everyone()
+        share_times(out, state)
         if state.is_main_process:
             for line in report_lines(merge(config, recordings, out, unreadable, args.allow_removals), out):
                 say(line)

@@ -369,6 +369,10 @@ def test_two_processes_share_the_recordings_and_write_the_same_dataset(tmp_path)
     assert_ok(segment_command(tmp_path / "one", f"recordings={raw}"))
     assert_ok(segment_command(tmp_path / "two", f"recordings={raw}", processes=2))
     assert (tmp_path / "two/metadata.csv").read_text() == (tmp_path / "one/metadata.csv").read_text()
+    # the report's time by stage is both processes' work (alice/take2, the one needing the recogniser, is the other's)
+    one, two = (json.loads((tmp_path / run / "segment_report.json").read_text()) for run in ("one", "two"))
+    assert set(two["seconds_by_stage"]) == set(one["seconds_by_stage"]) and "recogniser" in one["seconds_by_stage"]
+    assert not list((tmp_path / "two/.segmenting").glob("times.*"))
 
 
 @pytest.mark.parametrize(
