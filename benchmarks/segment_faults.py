@@ -111,9 +111,9 @@ def stages(seconds: dict, audio_seconds: float, processes: int = 1) -> list[str]
 
     def line(name, spent):
         speed = f"{audio_seconds / spent:12.1f}" if spent >= 0.05 else f"{'-':>12}"
-        return f"{name:<26} {spent:7.1f} {spent * 3600 / audio_seconds:17.0f} {speed}"
+        return f"{name:<34} {spent:7.1f} {spent * 3600 / audio_seconds:17.0f} {speed}"
 
-    lines = [f"{'stage (one core)':<26} {'s':>7} {'s per audio hour':>17} {'x real time':>12}"]
+    lines = [f"{'stage (one core)':<34} {'s':>7} {'s per audio hour':>17} {'x real time':>12}"]
     lines += [line(stage, spent) for stage, spent in sorted(seconds.items(), key=lambda item: -item[1])]
     total = sum(seconds.values())
     asr = sum(spent for stage, spent in seconds.items() if stage in ("recogniser", "load recogniser"))
