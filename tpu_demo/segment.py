@@ -35,10 +35,8 @@ from tpu_demo.data.segmenting import (
     align_text,
     alignment_key,
     aligns,
-    below_dnsmos,
     clip_settings,
     codec_frame_rate,
-    dnsmos_alone,
     drop_other_voices,
     drop_unusual_pace,
     find_recordings,
@@ -47,13 +45,11 @@ from tpu_demo.data.segmenting import (
     judge,
     needs_transcript,
     quality,
-    read_recording,
     recogniser,
     recordings_digest,
     report,
     segment_settings,
     settings_fingerprint,
-    span,
     with_margins,
     write_clip,
 )
@@ -150,7 +146,7 @@ class Models:
 
 
 def cut_and_measure(recording, stages: Stages, models: Models) -> tuple[list[Piece], object]:
-    from tpu_demo.data.segmenting import measure
+    from tpu_demo.data.segmenting import measure, read_recording
     from tpu_demo.data.speech_models import RATE
 
     with timed("read"):
@@ -165,22 +161,18 @@ def cut_and_measure(recording, stages: Stages, models: Models) -> tuple[list[Pie
 
 def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, settings, audio16k=None) -> None:
     """DNSMOS scores and voice of the pieces the cheap measures keep (judge), those of earlier runs reused; a
-    threshold that keeps more measures only those, reading the recording again. A piece whose window of neighbours
-    (`quality`) is below a DNSMOS threshold is scored alone: a piece is dropped for its own scores only."""
+    threshold that keeps more measures only those, reading the recording again."""
+    from tpu_demo.data.segmenting import read_recording
+
     judge(pieces, recording, settings)
     measured = stages.load("quality", stages.pieces_key) or {}
     todo = [piece for piece in pieces if not piece.dropped and span(piece) not in measured]
-    alone = [piece for piece in pieces if measured.get(span(piece), {}).get("shared", 1) > 1]
-    alone = [piece for piece in alone if below_dnsmos(measured[span(piece)]["dnsmos"], settings)]  # stricter now
-    if todo or alone:
+    if todo:
         if audio16k is None:
             with timed("read"):
                 audio16k = read_recording(recording.path)[0]
-        measured |= quality(audio16k, todo, models.get("dnsmos"), models.get("voice"))
-        alone += [piece for piece in todo if measured[span(piece)]["shared"] > 1]
-        for piece in alone:
-            if below_dnsmos(measured[span(piece)]["dnsmos"], settings):
-                measured[span(piece)] |= {"dnsmos": dnsmos_alone(audio16k, piece, models.get("dnsmos")), "shared": 1}
+        for piece in todo:
+            measured[span(piece)] = quality(audio16k, piece, models.get("dnsmos"), models.get("voice"))
         stages.save("quality", stages.pieces_key, measured)
     with_quality(pieces, measured)
 
@@ -241,6 +233,10 @@ def align(recording, pieces: list[Piece], stages: Stages, models: Models) -> Non
     align_text(pieces, recording, align_piece)
     if len(aligned) > before:
         stages.save("alignments", stages.pieces_key, aligned)
+
+
+def span(piece) -> str:
+    return f"{piece.start:.3f}-{piece.end:.3f}"
 
 
 def output_folder(config) -> Path:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tpu_demo.data.layouts import AUDIO_SUFFIXES
-from tpu_demo.data.speech_models import RATE, QualityJudge, bandwidth, levelled, without_dc
+from tpu_demo.data.speech_models import RATE, bandwidth, levelled, without_dc
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.intelligibility import normalise
 from tpu_demo.model.tokens import TEXT_TAGS
@@ -222,34 +222,11 @@ def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge=N
     return pieces
 
 
-def quality(audio16k: np.ndarray, pieces: list[Piece], judge, encoder) -> dict[str, dict]:
-    """The DNSMOS scores and voice of `pieces` (by `span`), measured levelled: the costly measures, taken of the pieces
-    the cheap ones (SNR, clipping, bandwidth, length) keep. The voice is each piece's own; DNSMOS scores neighbouring
-    pieces together, up to one 9 s window of speech (`shared`: how many), as it would score a 3 s piece repeated to
-    9 s for the same work. `below_dnsmos` pieces of a shared window are scored again alone (segment.qualify)."""
-    samples = {span(piece): levelled(audio16k[int(piece.start * RATE) : int(piece.end * RATE)]) for piece in pieces}
-    measured, group, window = {}, [], QualityJudge.SECONDS * RATE
-    for piece in [*pieces, None]:
-        if group and (piece is None or sum(len(samples[span(p)]) for p in [*group, piece]) > window):
-            scores = judge(np.concatenate([samples[span(p)] for p in group]))
-            for member in group:
-                measured[span(member)] = {"dnsmos": scores, "voice": encoder(samples[span(member)])}
-                measured[span(member)]["shared"] = len(group)
-            group = []
-        group += [piece] if piece is not None else []
-    return measured
-
-
-def dnsmos_alone(audio16k: np.ndarray, piece: Piece, judge) -> dict[str, float]:
-    return judge(levelled(audio16k[int(piece.start * RATE) : int(piece.end * RATE)]))
-
-
-def below_dnsmos(scores: dict, settings) -> bool:
-    return scores.get("bak", 5.0) < settings.min_dnsmos_bak or scores.get("ovrl", 5.0) < settings.min_dnsmos_ovrl
-
-
-def span(piece) -> str:
-    return f"{piece.start:.3f}-{piece.end:.3f}"
+def quality(audio16k: np.ndarray, piece: Piece, judge, encoder) -> dict:
+    """A piece's DNSMOS scores and voice, measured levelled: the costly measures, taken of the pieces the cheap ones
+    (SNR, clipping, bandwidth, length) keep."""
+    samples = levelled(audio16k[int(piece.start * RATE) : int(piece.end * RATE)])
+    return {"dnsmos": judge(samples), "voice": encoder(samples)}
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
