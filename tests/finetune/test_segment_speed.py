@@ -84,3 +84,19 @@ def test_the_costly_measures_are_taken_of_the_pieces_the_cheap_ones_keep(tmp_pat
     kept = [clip for clip in report["clips"] if not clip["dropped"]]
     assert kept and all(set(clip["dnsmos"]) == {"sig", "bak", "ovrl"} for clip in kept)
     assert {"read", "vad", "measure", "dnsmos", "voice", "recogniser", "write"} <= set(report["seconds_by_stage"])
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_reverberant_sentence_among_clean_ones_is_dropped_by_its_own_dnsmos(tmp_path):
+    # heard in one 9 s window with its clean neighbour it scored BAK 2.08 and passed; alone 1.18
+    needs_speech_models()
+    raw = tmp_path / "recordings"
+    raw.mkdir()
+    texts = planted_faults.SENTENCES[:6]
+    clean, said = planted_faults.talk(texts, "en-us+m7", 16000, seed=0)
+    soundfile.write(raw / "hall.wav", planted_faults.reverberate_sentence(clean, said[2], 16000), 16000)
+    (raw / "hall.txt").write_text("[S1] " + " ".join(texts))
+    clips = segmented(raw, tmp_path / "out")["clips"]
+    over = [clip for clip in clips if clip["start"] < said[2].end - 0.3 and clip["end"] > said[2].start + 0.3]
+    assert over and all(clip["dropped"] == "noisy" and "DNSMOS BAK" in clip["detail"] for clip in over), over
+    assert any(not clip["dropped"] for clip in clips)
