@@ -6,11 +6,12 @@ whole recordings (below 20 dB the speech counts as faulty), a recording whose se
 sentence clipped, one sentence in the other voice, music only, noise only, a corrupt file and a truncated WAV; and
 faults a tool downstream fixes, whose speech should be kept (-40 dBFS peak, a DC offset of 0.2), a 0.3 s file, coughs
 and clicks in the pauses (the bursts faulty), a 6 s pause, a telephone band (300-3400 Hz) at 44.1 kHz, and a script
-lacking a sentence said and holding one never said. The segmenter runs on it as a user runs it (a new interpreter,
-offline, one thread), and this prints a row per recording: its fault, the reasons the report gives for the clips over
-the faulty sentences (over all of them where none is), seconds of good speech kept and lost, seconds of faulty speech
-kept, cuts inside sentences, the longest silence inside a kept clip, kept clips whose text is not what is said in them;
-then the totals and the segmenting time per hour of audio. A failed run prints the end of its stderr and exits 1.
+lacking a sentence said and holding one never said; and a second voice over three sentences. The segmenter runs on it
+as a user runs it (a new interpreter, offline, one thread), and this prints a row per recording: its fault, the reasons
+the report gives for the clips over the faulty sentences (over all of them where none is), seconds of good speech kept
+and lost, seconds of faulty speech kept, cuts inside sentences, the longest silence inside a kept clip, kept clips
+whose text is not what is said in them; then the totals and the segmenting time per hour of audio. A failed run prints
+the end of its stderr and exits 1.
 
     python benchmarks/segment_faults.py [--out DIR] [--asr pocketsphinx] [--processes N] [--keep] [--omit FAULT]
         [key=value ...]
@@ -45,6 +46,7 @@ def build(work: Path, asr: str, omit: list[str], overrides: list[str]) -> tuple[
     truth |= planted().write_levelling_faults(recordings)  # faults a tool downstream fixes: kept, levelled
     truth |= planted().write_pause_faults(recordings)  # bursts in pauses, a long pause, a telephone band
     truth |= planted().write_script_faults(recordings)  # a script with a sentence missing and one never said
+    truth |= planted().write_overlap_faults(recordings)  # a second voice over three sentences
     for name in [name for name, planted in truth.items() if planted["fault"] in omit or name in omit]:
         (recordings / truth.pop(name)["file"]).unlink()
     (work / "truth.json").write_text(json.dumps(truth, indent=1))

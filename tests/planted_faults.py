@@ -378,6 +378,29 @@ def write_pause_faults(folder, sentences: int = 4, seed: int = 0) -> dict:
     return truth
 
 
+def write_overlap_faults(folder, sentences: int = 8, seed: int = 0) -> dict:
+    """alice's recording with bob talking over a third of each of its sentences 2, 4 and 6, 3 dB under her (faulty:
+    two voices at once); her other sentences are clean. The truth, as `write_recordings` gives it."""
+    import soundfile
+
+    folder, rate = Path(folder), RATES["alice"]
+    texts = list(islice(cycle(SENTENCES[5:]), sentences))
+    samples, found = talk(texts, VOICES["alice"], rate, seed + 110)
+    for number in (2, 4, 6):
+        said = span(found[number], rate)
+        other = speak(SENTENCES[(number + 11) % len(SENTENCES)], VOICES["bob"], rate)
+        length = min(len(other), said.stop - said.start)
+        start = said.start + (said.stop - said.start - length) // 3
+        samples[start : start + length] += other[:length] * np.float32(0.5 / np.abs(other).max() * 10 ** (-3 / 20))
+        found[number] = Sentence(found[number].start, found[number].end, found[number].text, VOICES["alice"], True,
+                                 "overlapping voice")  # fmt: skip
+    path = folder / "alice/overlap.wav"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    soundfile.write(str(path), samples * np.float32(0.5 / np.abs(samples).max()), rate, subtype="PCM_16")
+    return {"alice/overlap": {"file": "alice/overlap.wav", "fault": "a second voice over 3 of 8", "rate": rate,
+                              "seconds": len(samples) / rate, "sentences": [asdict(s) for s in found]}}  # fmt: skip
+
+
 def write_script_faults(folder, sentences: int = 6, seed: int = 0) -> dict:
     """A recording read from a script that is not quite what was said, as a practitioner's often is: the script
     (NAME.txt) lacks its second sentence and has one more at the end that was never said. All its speech is good;

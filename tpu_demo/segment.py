@@ -166,7 +166,7 @@ def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, sett
 
     judge(pieces, recording, settings)
     measured = stages.load("quality", stages.pieces_key) or {}
-    todo = [piece for piece in pieces if not piece.dropped and span(piece) not in measured]
+    todo = [piece for piece in pieces if not piece.dropped and "voice_windows" not in measured.get(span(piece), {})]
     if todo:
         if audio16k is None:
             with timed("read"):
@@ -181,6 +181,7 @@ def with_quality(pieces: list[Piece], measured: dict) -> None:
     for piece in pieces:
         found = measured.get(span(piece), {})
         piece.dnsmos, piece.voice = found.get("dnsmos", {}), found.get("voice", [])
+        piece.voice_windows = found.get("voice_windows", [])
 
 
 def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, settings) -> None:
@@ -345,8 +346,8 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
             piece.transcript = transcripts.get(span(piece))
         pieces_of[recording.name] = pieces
     for speaker in {recording.speaker or recording.name for recording in recordings}:
-        voices = [p for r in recordings if (r.speaker or r.name) == speaker for p in pieces_of[r.name]]
-        drop_other_voices(voices, settings.min_speaker_similarity)
+        by_recording = [pieces_of[r.name] for r in recordings if (r.speaker or r.name) == speaker]
+        drop_other_voices([p for group in by_recording for p in group], settings.min_speaker_similarity, by_recording)
     clips, models = [], Models(config, "cpu")  # the aligner, for pieces no run aligned before
     for recording in recordings:
         if aligns(recording, settings):

@@ -47,7 +47,7 @@ def test_a_burst_in_a_pause_is_not_its_neighbours_noise():
     for cough in (False, True):
         audio = np.concatenate([pause(cough), speech, pause(cough), speech, pause(cough)])
         found = measure(audio, np.zeros(len(audio) // 160), rate, [(1.0, 3.0), (4.0, 6.0)], lambda x: {},
-                        lambda x: [])  # fmt: skip
+                        lambda x: ([], []))  # fmt: skip
         snrs.append([piece.snr_db for piece in found])
         assert [piece.sound_before for piece in found] == [False, cough]
     assert np.allclose(snrs[0], snrs[1], atol=1.0) and min(snrs[1]) > 35, snrs  # it read as 8.6 dB

@@ -66,6 +66,7 @@ class Piece:
     alignment: float | None = None  # the forced alignment's confidence in its text (align_text), 0-1
     dnsmos: dict = field(default_factory=dict)
     voice: list = field(default_factory=list)  # speaker embedding
+    voice_windows: list = field(default_factory=list)  # those of its 1.6 s windows (speech_models.VoiceEncoder)
     transcript: str | None = None
     text: str = ""
     dropped: str | None = None
@@ -217,7 +218,7 @@ def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge=N
         samples = levelled(audio16k[int(start * RATE) : int(end * RATE)])  # each piece at one level
         piece.bandwidth_hz = bandwidth(samples)
         if judge is not None and encoder is not None:
-            piece.dnsmos, piece.voice = judge(samples), encoder(samples)
+            piece.dnsmos, (piece.voice, piece.voice_windows) = judge(samples), encoder(samples)
         pieces.append(piece)
     return pieces
 
@@ -226,7 +227,8 @@ def quality(audio16k: np.ndarray, piece: Piece, judge, encoder) -> dict:
     """A piece's DNSMOS scores and voice, measured levelled: the costly measures, taken of the pieces the cheap ones
     (SNR, clipping, bandwidth, length) keep."""
     samples = levelled(audio16k[int(piece.start * RATE) : int(piece.end * RATE)])
-    return {"dnsmos": judge(samples), "voice": encoder(samples)}
+    voice, windows = encoder(samples)
+    return {"dnsmos": judge(samples), "voice": voice, "voice_windows": windows}
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -328,24 +330,71 @@ def needs_transcript(piece: Piece, recording: Recording, settings) -> bool:
 VOICE_SECONDS = 1.0  # a shorter piece's voice embedding is too uncertain to judge it by (GE2E: 1.6 s windows)
 
 
-def drop_other_voices(pieces: list[Piece], threshold: float) -> None:
-    """Drops the pieces of one speaker whose voice is less similar than `threshold` to the speaker's voice: the mean
-    of the half of its pieces nearest the mean of all, so that other voices and faults do not pull it; taken again
-    without those dropped. Needs three pieces of VOICE_SECONDS or more to tell a voice from the rest; a shorter piece
-    is judged with its clip (join), not by its voice."""
+OVERLAP_SPREAD = 5.0  # robust deviations under its speaker's usual window: a piece's least similar 1.6 s window
+LEAST_SPREAD = 0.02  # the smallest such deviation counted: one synthetic voice's windows vary by less than a person's
+OVERLAP_BAK = 0.5  # DNSMOS BAK under its speaker's usual: a second talker is background to DNSMOS
+
+
+def speaker_voice(kept: list[Piece]) -> tuple[np.ndarray, list[Piece]]:
+    """A speaker's voice: the mean of the half of its pieces nearest the mean of all, so that other voices and faults
+    do not pull it; and those pieces (its confident ones)."""
+    voices = np.array([piece.voice for piece in kept])
+    nearest = np.argsort(-(voices @ voices.mean(axis=0)))[: max(2, (len(kept) + 1) // 2)]
+    centre = voices[nearest].mean(axis=0)
+    return centre / np.linalg.norm(centre), [kept[index] for index in nearest]
+
+
+def voiced_pieces(pieces: list[Piece]) -> list[Piece]:
+    return [p for p in pieces if not p.dropped and p.voice and p.end - p.start >= VOICE_SECONDS]
+
+
+def drop_other_voices(pieces: list[Piece], threshold: float, recordings: list[list[Piece]] | None = None) -> None:
+    """Drops the pieces of one speaker whose voice is less similar than `threshold` to the speaker's voice
+    (`speaker_voice`, taken again without those dropped), then those a second voice speaks over (`drop_overlaps`;
+    `recordings`: the pieces by recording, all one where not given). Needs three pieces of VOICE_SECONDS or more to
+    tell a voice from the rest; a shorter piece is judged with its clip (join), not by its voice."""
     for _ in range(2):
-        kept = [p for p in pieces if not p.dropped and p.voice and p.end - p.start >= VOICE_SECONDS]
+        kept = voiced_pieces(pieces)
         if len(kept) < 3:
             return
-        voices = np.array([piece.voice for piece in kept])
-        centre = voices.mean(axis=0)
-        nearest = np.argsort(-(voices @ centre))[: max(2, (len(kept) + 1) // 2)]
-        centre = voices[nearest].mean(axis=0)
-        centre /= np.linalg.norm(centre)
-        for piece, similarity in zip(kept, voices @ centre, strict=True):
+        centre, _ = speaker_voice(kept)
+        for piece, similarity in zip(kept, np.array([piece.voice for piece in kept]) @ centre, strict=True):
             if similarity < threshold:
                 piece.dropped = "other voice"
                 piece.detail = f"similarity {similarity:.2f} to its speaker < min_speaker_similarity {threshold}"
+    drop_overlaps(voiced_pieces(pieces), [voiced_pieces(group) for group in (recordings or [pieces])])
+
+
+def drop_overlaps(kept: list[Piece], recordings: list[list[Piece]]) -> None:
+    """Drops the pieces where a second voice speaks over part of it, by two measures that must both say so: its least
+    similar 1.6 s window more than OVERLAP_SPREAD robust deviations under the similarity of the windows of its
+    speaker's confident pieces (their median; 1.4826 median absolute deviations, at least LEAST_SPREAD), and its DNSMOS
+    BAK more than OVERLAP_BAK under the median of its recording's other pieces (its room and microphone). Either alone
+    also marks good speech (a quiet recording, levelled, moves the voice; a noisier room, the BAK)."""
+    if len(kept) < 3:
+        return
+    centre, confident = speaker_voice(kept)
+    usual = [float(window @ centre) for piece in confident for window in np.array(piece.voice_windows)]
+    if len(usual) < 3:
+        return
+    median = float(np.median(usual))
+    spread = max(1.4826 * float(np.median(np.abs(np.array(usual) - median))), LEAST_SPREAD)
+    cut = median - OVERLAP_SPREAD * spread
+    least = {id(piece): float(np.min(np.array(piece.voice_windows) @ centre)) for piece in kept if piece.voice_windows}
+    for group in recordings:
+        odd = [piece for piece in group if least.get(id(piece), 1.0) < cut]
+        baks = [piece.dnsmos["bak"] for piece in group if "bak" in piece.dnsmos and piece not in odd]
+        if not odd or len(baks) < 2:  # none to judge, or too few to tell the recording's usual
+            continue
+        bak = float(np.median(baks))
+        for piece in odd:
+            if piece.dnsmos.get("bak", 5.0) < bak - OVERLAP_BAK:
+                piece.dropped = "overlapping voice"
+                piece.detail = (
+                    f"its least similar 1.6 s {least[id(piece)]:.2f} to its speaker, under {cut:.2f} (its speaker's "
+                    f"confident pieces: {median:.2f}, deviation {spread:.3f}), and DNSMOS BAK "
+                    f"{piece.dnsmos['bak']:.2f}, under {bak - OVERLAP_BAK:.2f} (its recording's others: {bak:.2f})"
+                )
 
 
 def give_texts(pieces: list[Piece], recording: Recording, max_asr_cer: float) -> None:

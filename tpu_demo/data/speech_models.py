@@ -135,7 +135,9 @@ class QualityJudge:
 
 
 class VoiceEncoder:
-    """Resemblyzer's GE2E encoder: a unit vector per piece of speech; the dot product of two is their similarity."""
+    """Resemblyzer's GE2E encoder: a unit vector per piece of speech, the mean of those of its 1.6 s windows (which
+    overlap; one for a shorter piece); the dot product of two is their similarity. Both are given: a second voice over
+    part of a piece shows in its windows more than in their mean."""
 
     def __init__(self):
         import contextlib
@@ -146,8 +148,9 @@ class VoiceEncoder:
         with contextlib.redirect_stdout(io.StringIO()):  # it prints a line on loading
             self.encoder = Encoder("cpu")
 
-    def __call__(self, audio16k: np.ndarray) -> list[float]:
-        return [round(float(x), 5) for x in self.encoder.embed_utterance(audio16k)]
+    def __call__(self, audio16k: np.ndarray) -> tuple[list[float], list[list[float]]]:
+        voice, windows, _ = self.encoder.embed_utterance(audio16k, return_partials=True)
+        return [round(float(x), 5) for x in voice], [[round(float(x), 4) for x in window] for window in windows]
 
 
 LEVEL_LUFS = -23.0  # what a piece is levelled to before the measures that depend on level
