@@ -383,7 +383,8 @@ def drop_overlaps(kept: list[Piece], recordings: list[list[Piece]]) -> None:
     least = {id(piece): float(np.min(np.array(piece.voice_windows) @ centre)) for piece in kept if piece.voice_windows}
     for group in recordings:
         odd = [piece for piece in group if least.get(id(piece), 1.0) < cut]
-        baks = [piece.dnsmos["bak"] for piece in group if "bak" in piece.dnsmos and piece not in odd]
+        others = [piece for piece in group if least.get(id(piece), 1.0) >= cut]
+        baks = [piece.dnsmos["bak"] for piece in others if "bak" in piece.dnsmos]
         if not odd or len(baks) < 2:  # none to judge, or too few to tell the recording's usual
             continue
         bak = float(np.median(baks))
