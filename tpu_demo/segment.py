@@ -58,6 +58,7 @@ from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.intelligibility import normalise
 
 STAGES = 4  # the version of what the stages store: a change here redoes them all
+MEASURES = 2  # the version of the costly measures (DNSMOS at a piece's own length, the voice with its windows)
 TIMES = collections.Counter()  # seconds this process spent in each stage this run (the main one: all processes)
 
 
@@ -93,6 +94,7 @@ class Stages:
         cut = (settings.vad_threshold, settings.min_pause_seconds, settings.max_clip_seconds)
         self.pieces_key = key(STAGES, "pieces", stat.st_size, stat.st_mtime_ns, *cut)
         self.transcripts_key = key(self.pieces_key, asr_model, settings.segment_language)
+        self.quality_key = key(self.pieces_key, MEASURES)
 
     def load(self, stage: str, stage_key: str):
         path = self.folder / f"{stage}.json"
@@ -165,15 +167,15 @@ def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, sett
     from tpu_demo.data.segmenting import read_recording
 
     judge(pieces, recording, settings)
-    measured = stages.load("quality", stages.pieces_key) or {}
-    todo = [piece for piece in pieces if not piece.dropped and "voice_windows" not in measured.get(span(piece), {})]
+    measured = stages.load("quality", stages.quality_key) or {}
+    todo = [piece for piece in pieces if not piece.dropped and span(piece) not in measured]
     if todo:
         if audio16k is None:
             with timed("read"):
                 audio16k = read_recording(recording.path)[0]
         for piece in todo:
             measured[span(piece)] = quality(audio16k, piece, models.get("dnsmos"), models.get("voice"))
-        stages.save("quality", stages.pieces_key, measured)
+        stages.save("quality", stages.quality_key, measured)
     with_quality(pieces, measured)
 
 
@@ -339,7 +341,7 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
     for recording in recordings:
         stages = Stages(recording, out, settings, asr_model)
         pieces, seconds_of[recording.name] = stages.pieces()
-        with_quality(pieces, stages.load("quality", stages.pieces_key) or {})
+        with_quality(pieces, stages.load("quality", stages.quality_key) or {})
         transcripts = stages.load("transcripts", stages.transcripts_key) or {}
         judge(pieces, recording, settings)
         for piece in pieces:
@@ -485,6 +487,7 @@ def main(argv=None) -> int:
                 say(f"recordings: {name}: {problem}: skipped; to leave it out for good, add it to skip_recordings")
         if any(recording.text for recording in recordings):
             import jiwer  # noqa: F401 (aligning a recording's text compares transcripts)
+        TIMES.clear()  # this run's, not those of an earlier run in this process (a notebook's)
         segment_share(config, recordings, out, state)
         share_times(out, state)
         if state.is_main_process:

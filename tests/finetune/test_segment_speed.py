@@ -1,6 +1,9 @@
-"""Segmenting at many times real time: DNSMOS once per 9 s of a piece (speechmos's `run` slid 9 s windows by 1 s
-over a piece doubled past 9 s, and ran the P.808 model besides), DNSMOS and the voice only for the pieces the cheap
-measures keep, and the time of each stage in the report (benchmarks/segment_faults.py prints it per audio hour)."""
+"""Segmenting at many times real time: DNSMOS once per piece at its own length (speechmos's `run` repeated a piece
+to 9.01 s, slid 9 s windows by 1 s over it, and ran the P.808 model besides), DNSMOS and the voice only for the
+pieces the cheap measures keep, and the time of each stage in the report (benchmarks/segment_faults.py prints it
+per audio hour)."""
+
+import json
 
 import numpy as np
 import pytest
@@ -13,7 +16,7 @@ soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and s
 pytestmark = require_dia
 
 
-def test_dnsmos_runs_once_per_nine_seconds_and_scores_as_speechmos_does():
+def test_dnsmos_runs_once_per_piece_at_its_own_length_and_scores_as_speechmos_does():
     needs_speech_models()
     from speechmos import dnsmos
 
@@ -25,12 +28,30 @@ def test_dnsmos_runs_once_per_nine_seconds_and_scores_as_speechmos_does():
     sentence = planted_faults.speak(planted_faults.SENTENCES[0], planted_faults.VOICES["alice"], 16000)
     scores = judge(sentence)
     theirs = dnsmos.run(sentence, 16000)
-    assert runs == [(1, 144160)]  # one window of 9.01 s
+    assert runs == [(1, len(sentence) // 160 * 160)]  # its own whole 10 ms hops, not repeated to 9.01 s
     for name in ("sig", "bak", "ovrl"):
         assert scores[name] == pytest.approx(float(theirs[f"{name}_mos"]), abs=0.2)
     runs.clear()
     judge(np.tile(sentence, 6)[: 20 * 16000])
-    assert len(runs) == 3  # 20 s: the fewest 9.01 s windows that cover it
+    judge(sentence[:8000])
+    assert runs == [(1, 20 * 16000), (1, 16000)]  # 20 s in one run; half a second repeated to one
+
+
+def test_a_dnsmos_graph_other_than_the_one_the_segmenter_knows_is_refused(tmp_path):
+    needs_speech_models()
+    onnx = pytest.importorskip("onnx")
+    import speechmos
+    from onnx import numpy_helper
+
+    from tpu_demo.data.speech_models import any_length
+    from tpu_demo.errors import FineTuneError
+
+    model = onnx.load(f"{speechmos.__path__[0]}/dnsmos_models/sig_bak_ovr.onnx")
+    framing = next(init for init in model.graph.initializer if init.name == "shape_tensor")
+    framing.CopyFrom(numpy_helper.from_array(np.array([-1, 450, 320], dtype=np.int64), "shape_tensor"))
+    onnx.save(model, tmp_path / "other.onnx")
+    with pytest.raises(FineTuneError, match="not the DNSMOS graph of speechmos 0.0.1"):
+        any_length(tmp_path / "other.onnx")
 
 
 def test_dnsmos_takes_the_threads_of_the_process_share_of_the_cores():
@@ -84,6 +105,14 @@ def test_the_costly_measures_are_taken_of_the_pieces_the_cheap_ones_keep(tmp_pat
     kept = [clip for clip in report["clips"] if not clip["dropped"]]
     assert kept and all(set(clip["dnsmos"]) == {"sig", "bak", "ovrl"} for clip in kept)
     assert {"read", "vad", "measure", "dnsmos", "voice", "recogniser", "write"} <= set(report["seconds_by_stage"])
+    assert "dnsmos" not in segmented(raw, out)["seconds_by_stage"]  # a rerun keeps each piece's measures
+    for part in (out / ".segmenting").glob("*/quality.json"):  # as the measures of an earlier version stored them
+        stored = json.loads(part.read_text())
+        stored["key"] = json.loads((part.parent / "pieces.json").read_text())["key"]
+        part.write_text(json.dumps(stored))
+    again = segmented(raw, out)
+    assert "dnsmos" in again["seconds_by_stage"]
+    assert [clip["dnsmos"] for clip in again["clips"]] == [clip["dnsmos"] for clip in report["clips"]]
 
 
 @pytest.mark.xdist_group("segment")
