@@ -78,13 +78,14 @@ def espeak() -> str:
 
 
 @lru_cache(maxsize=512)
-def _spoken(text: str, voice: str, rate: int) -> np.ndarray:
+def _spoken(text: str, voice: str, rate: int, words_per_minute: int) -> np.ndarray:
     """`speak`'s samples, made once per sentence, voice and rate."""
     import soundfile
     import soxr
 
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([espeak(), "-v", voice, "-w", f"{tmp}/s.wav", text], check=True, capture_output=True)
+        command = [espeak(), "-v", voice, "-s", str(words_per_minute), "-w", f"{tmp}/s.wav", text]
+        subprocess.run(command, check=True, capture_output=True)
         audio, source_rate = soundfile.read(f"{tmp}/s.wav", dtype="float32")
     audio = soxr.resample(audio, source_rate, rate) if source_rate != rate else audio
     size = max(1, int(0.005 * rate))  # trimmed to the first and last 5 ms window within 45 dB of the loudest
@@ -93,9 +94,10 @@ def _spoken(text: str, voice: str, rate: int) -> np.ndarray:
     return audio[loud[0] * size : (loud[-1] + 1) * size].astype(np.float32)
 
 
-def speak(text: str, voice: str, rate: int) -> np.ndarray:
-    """One sentence said by an espeak-ng voice, at `rate`, float32, trimmed to where its sound is."""
-    return _spoken(text, voice, rate).copy()
+def speak(text: str, voice: str, rate: int, words_per_minute: int = 175) -> np.ndarray:
+    """One sentence said by an espeak-ng voice (at espeak-ng's usual pace, or another), at `rate`, float32, trimmed
+    to where its sound is."""
+    return _spoken(text, voice, rate, words_per_minute).copy()
 
 
 def talk(texts, voices, rate: int, seed: int = 0, lead: float = 0.5) -> tuple[np.ndarray, list[Sentence]]:
