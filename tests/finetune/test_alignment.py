@@ -44,6 +44,25 @@ def test_each_piece_gets_the_part_of_the_text_that_aligns_and_one_that_aligns_no
     assert max(Counter(start for start, _ in tried).values()) <= 6  # at most SEARCH_TRIES parts a piece
 
 
+def test_a_fast_speakers_first_piece_is_sized_by_the_recordings_own_pace():
+    # three sentences said at 320 words a minute, cut as one 4.5 s piece: a fixed first guess at the pace (0.075 s a
+    # character) took it for 60 characters, and the whole text (128) was not among the parts tried
+    from tpu_demo.data.segmenting import align_text
+
+    text = (
+        "The train to the city leaves at half past seven. If you miss it, there is another one an hour later. "
+        "Remember to buy your ticket at the station before you board."
+    )
+    found = pieces((0.3, 4.8))
+
+    def align_piece(piece, part):  # a stand-in aligner: only the whole text is said in the piece
+        right = part == f"[S1] {text}"
+        return {"confidence": 1.0 if right else 0.0, "problem": None if right else "the text does not align"}
+
+    align_text(found, recording(f"[S1] {text}"), align_piece)
+    assert (found[0].text, found[0].dropped) == (f"[S1] {text}", None)
+
+
 def test_each_piece_is_aligned_with_the_margins_its_clip_gets(tmp_path):
     # the speech detector cut a piece inside its last word ("cold"): aligned without the pause its clip keeps, the
     # word aligned nowhere and a clean sentence was dropped as `uncertain alignment`

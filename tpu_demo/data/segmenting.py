@@ -34,7 +34,7 @@ NOISE_REACH = 3.0  # seconds: a piece's noise is that of the pauses this close t
 JOIN_PAUSE = 2.0  # seconds: pieces further apart are never one clip (a clip would teach the model long silences)
 UNIT_END = re.compile(r"[.!?;:,][\"')\]]*$")  # a written word that ends a unit of text (text_units)
 SEARCH_SKIP, SEARCH_UNITS, SEARCH_TRIES = 2, 4, 6  # align_text's search for each piece's part of the text
-SECONDS_PER_CHARACTER = 0.075  # a first guess at the pace, until pieces are aligned
+SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 MIN_BANDWIDTH_HZ = 6000.0  # a narrower piece (telephone 3.4 kHz, AM radio 5 kHz) would teach a full-band codec muffled
 TURN = re.compile(r"^\[S\d\]$")
@@ -458,15 +458,20 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
     """Each piece's part of its recording's own text, found by aligning candidate parts to its audio (`align_piece
     (piece, text)`: speech_models.Aligner's result): from where the previous piece's part ended, skipping up to
     SEARCH_SKIP units (text said in no piece, or in a piece that did not align), of 1 to SEARCH_UNITS units, the
-    likeliest by the pace of the pieces aligned so far first; the first that aligns without a problem is the
-    piece's. A piece none of the SEARCH_TRIES likeliest parts aligns to is dropped as `uncertain alignment` rather
-    than kept with guessed text, and its words go to no other piece. Each piece carries its alignment's confidence."""
+    likeliest by the pace of the pieces aligned so far (before any, the recording's: all its pieces' seconds over
+    all its text's characters) first; the first that aligns without a problem is the piece's. A piece none of the
+    SEARCH_TRIES likeliest parts aligns to is dropped as `uncertain alignment` rather than kept with guessed text,
+    and its words go to no other piece. Each piece carries its alignment's confidence."""
     units = text_units(recording.text)
     texts, at, paces = unit_texts(units), 0, []
     characters = [sum(len(word) for word, _ in unit) for unit in units]
+    # until a piece aligns, the recording's own pace: all its speech over all its text (a fast speaker's first
+    # piece holds more text than a usual pace would put in it)
+    speech = sum(piece.end - piece.start for piece in pieces)
+    first_pace = speech / sum(characters) if speech and sum(characters) else SECONDS_PER_CHARACTER
     for piece in pieces:
         seconds = piece.end - piece.start
-        expected = seconds / (float(np.median(paces)) if paces else SECONDS_PER_CHARACTER)
+        expected = seconds / (float(np.median(paces)) if paces else first_pace)
         candidates = [(skip, length) for skip in range(SEARCH_SKIP + 1) for length in range(1, SEARCH_UNITS + 1)
                       if at + skip + length <= len(units)]  # fmt: skip
 
