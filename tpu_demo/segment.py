@@ -438,6 +438,13 @@ def report_lines(summary: dict, out: Path) -> list[str]:
             "unchecked (no NAME.txt beside their recordings): proofread them in metadata.csv, or give the "
             "recordings their text, which is aligned"
         )
+    unmeasured = summary["unmeasured_snr"]
+    if unmeasured["clips"]:
+        lines.append(
+            f"{unmeasured['clips']} kept clips ({unmeasured['seconds']:.1f} s) have no SNR: their recordings hold no "
+            "pause of 0.3 s to measure the noise in (a file trimmed to its speech), so only DNSMOS judged their "
+            "noise: listen to them, or keep the recordings' pauses"
+        )
     corrections = summary["corrections"]
     if corrections["applied"] or corrections["unmatched"]:
         lines.append(

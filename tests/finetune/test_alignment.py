@@ -205,6 +205,23 @@ def test_pace_is_judged_per_speaker():
     assert [clip.dropped for clip in fast + slow] == [None] * 7 + ["unusual pace"]
 
 
+def test_the_summary_names_kept_clips_whose_noise_could_not_be_measured(tmp_path):
+    # a recording trimmed to its speech has no pause to measure noise in: at 10 dB SNR it was kept (or dropped for
+    # another reason) and nothing said that its SNR was never judged
+    from tpu_demo.data.segmenting import Clip, report
+    from tpu_demo.segment import report_lines
+
+    clips = [Clip("a", 0, 2.0, snr_db=31.0), Clip("b", 0, 4.5), Clip("c", 0, 3.0, dropped="noisy")]
+    summary = report(clips, 3) | {"corrections": {"applied": 0, "unmatched": 0}}
+    assert summary["unmeasured_snr"] == {"clips": 1, "seconds": 4.5}
+    assert (
+        "1 kept clips (4.5 s) have no SNR: their recordings hold no pause of 0.3 s to measure the noise in (a file "
+        "trimmed to its speech), so only DNSMOS judged their noise: listen to them, or keep the recordings' pauses"
+    ) in report_lines(summary, tmp_path)
+    measured = report(clips[:1], 1) | {"corrections": {"applied": 0, "unmatched": 0}}
+    assert not any("have no SNR" in line for line in report_lines(measured, tmp_path))
+
+
 def test_the_summary_says_which_texts_were_aligned_and_which_are_unchecked_transcripts(tmp_path):
     from tpu_demo.data.segmenting import Clip, report
     from tpu_demo.segment import report_lines

@@ -604,7 +604,8 @@ def drop_off_pace(kept: list[Clip], tolerance: float) -> None:
 
 def report(clips: list[Clip], recordings: int) -> dict:
     """Counts and seconds kept and dropped, by reason (the reason's words before its figures) and by speaker; the
-    kept clips whose text was aligned (and the least confidence), and those that carry a transcript unchecked."""
+    kept clips whose text was aligned (and the least confidence), those that carry a transcript unchecked, and
+    those whose SNR could not be measured."""
     kept = [clip for clip in clips if not clip.dropped]
     reasons = {}
     for clip in clips:
@@ -617,11 +618,13 @@ def report(clips: list[Clip], recordings: int) -> dict:
         speakers[clip.speaker or "-"] = (count + 1, seconds + clip.seconds)
     aligned = [clip.alignment for clip in kept if clip.alignment is not None]
     unchecked = [clip for clip in kept if clip.alignment is None and not clip.corrected]
+    unmeasured = [clip for clip in kept if clip.snr_db is None]
     return {
         "recordings": recordings,
         "kept": {"clips": len(kept), "seconds": round(sum(clip.seconds for clip in kept), 2)},
         "aligned": {"clips": len(aligned), "least_confidence": min(aligned, default=None)},
         "unchecked": {"clips": len(unchecked), "seconds": round(sum(clip.seconds for clip in unchecked), 2)},
+        "unmeasured_snr": {"clips": len(unmeasured), "seconds": round(sum(clip.seconds for clip in unmeasured), 2)},
         "dropped": {reason: {"clips": n, "seconds": round(s, 2)} for reason, (n, s) in reasons.items()},
         "speakers": {speaker: {"clips": n, "seconds": round(s, 2)} for speaker, (n, s) in speakers.items()},
         "clips": [asdict(clip) for clip in clips],
