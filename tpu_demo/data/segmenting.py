@@ -467,8 +467,8 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
     characters = [sum(len(word) for word, _ in unit) for unit in units]
     # until a piece aligns, the recording's own pace: all its speech over all its text (a fast speaker's first
     # piece holds more text than a usual pace would put in it)
-    speech = sum(piece.end - piece.start for piece in pieces)
-    first_pace = speech / sum(characters) if speech and sum(characters) else SECONDS_PER_CHARACTER
+    speech, written = sum(piece.end - piece.start for piece in pieces), sum(characters)
+    first_pace = speech / written if speech and written else SECONDS_PER_CHARACTER
     for piece in pieces:
         seconds = piece.end - piece.start
         expected = seconds / (float(np.median(paces)) if paces else first_pace)
@@ -619,12 +619,16 @@ def report(clips: list[Clip], recordings: int) -> dict:
     aligned = [clip.alignment for clip in kept if clip.alignment is not None]
     unchecked = [clip for clip in kept if clip.alignment is None and not clip.corrected]
     unmeasured = [clip for clip in kept if clip.snr_db is None]
+
+    def tally(some: list[Clip]) -> dict:
+        return {"clips": len(some), "seconds": round(sum(clip.seconds for clip in some), 2)}
+
     return {
         "recordings": recordings,
-        "kept": {"clips": len(kept), "seconds": round(sum(clip.seconds for clip in kept), 2)},
+        "kept": tally(kept),
         "aligned": {"clips": len(aligned), "least_confidence": min(aligned, default=None)},
-        "unchecked": {"clips": len(unchecked), "seconds": round(sum(clip.seconds for clip in unchecked), 2)},
-        "unmeasured_snr": {"clips": len(unmeasured), "seconds": round(sum(clip.seconds for clip in unmeasured), 2)},
+        "unchecked": tally(unchecked),
+        "unmeasured_snr": tally(unmeasured),
         "dropped": {reason: {"clips": n, "seconds": round(s, 2)} for reason, (n, s) in reasons.items()},
         "speakers": {speaker: {"clips": n, "seconds": round(s, 2)} for speaker, (n, s) in speakers.items()},
         "clips": [asdict(clip) for clip in clips],

@@ -48,6 +48,11 @@ def known(decoder, word: str) -> bool:
     return False
 
 
+def phones(decoder, word: str) -> int:
+    """How many phones the decoder's dictionary gives `word` (a variant, "word(2)", too); 1 if it has none."""
+    return len((decoder.lookup_word(word) or "x").split())
+
+
 def longest_run(flags: np.ndarray, gap: int) -> int:
     """The most set flags in one run of them, a run going on over fewer than `gap` unset ones (a word's stops)."""
     longest = count = 0
@@ -297,7 +302,7 @@ class Aligner:
             return {"confidence": 0.0, "problem": f"not in the aligner's dictionary: {' '.join(unknown[:3])}"}
         audio16k = to_model_rate(audio, rate)
         seconds, frame = max(len(audio16k) / RATE, self.FRAME), self.FRAME
-        if sum(len((decoder.lookup_word(word) or "x").split()) for word in words) / seconds > self.FAST_PHONES:
+        if sum(phones(decoder, word) for word in words) / seconds > self.FAST_PHONES:
             frame, decoder = self.FRAME / 2, self.decoder(loglevel="FATAL", frate=round(1 / (self.FRAME / 2)))
             for word in dict.fromkeys(words):
                 known(decoder, word)
@@ -326,13 +331,13 @@ class Aligner:
                     at = segment.start_frame * frame
                     problems.append(f"speech the text lacks ({sounding:.2f} s in a silence at {at:.2f} s)")
             elif not segment.word.startswith(("<", "[")):
-                phones, word = len((decoder.lookup_word(segment.word) or "x").split()), segment.word.split("(")[0]
+                count, word = phones(decoder, segment.word), segment.word.split("(")[0]
                 sounding = loud[segment.start_frame : segment.end_frame + 1].sum() * frame
-                if length <= 3 * phones * frame:  # a 3-state HMM's fewest frames: squeezed in
+                if length <= 3 * count * frame:  # a 3-state HMM's fewest frames: squeezed in
                     unexplained += 0.1
                     problems.append(f"'{word}' squeezed to {length:.2f} s")
-                elif sounding > self.STRETCH * phones + 0.25:  # a word stretched over others the text lacks
-                    unexplained += sounding - self.STRETCH * phones
+                elif sounding > self.STRETCH * count + 0.25:  # a word stretched over others the text lacks
+                    unexplained += sounding - self.STRETCH * count
                     problems.append(f"speech the text lacks ('{word}' stretched over {sounding:.2f} s)")
         confidence = round(max(0.0, 1.0 - float(unexplained) / seconds), 3)
         return {"confidence": confidence, "problem": "; ".join(problems) or None}
