@@ -166,7 +166,7 @@ def test_an_alignment_that_leaves_out_a_word_is_uncertain():
         def process_raw(self, *_, **__):
             pass
 
-        start_utt = end_utt = process_raw
+        start_utt = end_utt = reinit_feat = process_raw
 
         def hyp(self):
             return "the morning was"

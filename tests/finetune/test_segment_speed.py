@@ -69,6 +69,22 @@ def test_dnsmos_takes_the_threads_of_the_process_share_of_the_cores():
     assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
 
 
+def test_one_recogniser_and_one_aligner_serve_every_piece_as_new_ones_would():
+    # a decoder a piece cost 0.4 s of loading a language model, the aligner's most of its time; a reused decoder
+    # adapts its features to what it heard, so it must be reset to give each piece what a new one gives
+    needs_speech_models()
+    from tpu_demo.data.speech_models import Aligner, Pocketsphinx
+
+    recogniser, aligner = Pocketsphinx(), Aligner(0.4)
+    for voice in ("en+m3", "en-us+f4"):
+        for sentence in planted_faults.SENTENCES[:6]:
+            audio = planted_faults.speak(sentence, voice, 16000)
+            words = sentence.lower().strip(".").replace(",", "").split()
+            assert recogniser(audio, 16000) == Pocketsphinx()(audio, 16000), (voice, sentence)
+            for text in (" ".join(words), " ".join(words[1:])):
+                assert aligner(audio, 16000, text) == Aligner(0.4)(audio, 16000, text), (voice, text)
+
+
 def test_the_speech_detector_finds_silero_streaming_spans_in_a_call_per_16_seconds():
     needs_speech_models()
     import torch

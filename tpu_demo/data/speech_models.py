@@ -259,11 +259,12 @@ class Pocketsphinx:
             raise FineTuneError(f"segment_asr_model pocketsphinx: English only, not segment_language {language}")
         from pocketsphinx import Decoder
 
-        self.decoder = Decoder
+        self.decoder = Decoder(loglevel="FATAL")  # 0.4 s, once: its language model is most of that
 
     def __call__(self, audio: np.ndarray, rate: int) -> str:
         samples = pcm16(to_model_rate(audio, rate))
-        decoder = self.decoder(loglevel="FATAL")  # 0.3 s; a used one adapts, so a transcript would depend on others
+        decoder = self.decoder
+        decoder.reinit_feat()  # a used decoder's features adapt (CMN): each transcript as a new decoder's
         decoder.start_utt()
         decoder.process_raw(samples.tobytes(), full_utt=True)
         decoder.end_utt()
@@ -290,20 +291,28 @@ class Aligner:
     def __init__(self, max_silence: float):
         from pocketsphinx import Decoder
 
-        self.decoder, self.max_silence = Decoder, max_silence
+        self.decoder, self.max_silence, self.decoders = Decoder, max_silence, {}
+
+    def decoder_at(self, frame: float):
+        """One decoder a frame length, made once (alignment needs no language model), its features reset for each
+        piece: a used decoder's adapt (CMN), so an alignment would depend on the pieces aligned before."""
+        if frame not in self.decoders:
+            self.decoders[frame] = self.decoder(loglevel="FATAL", lm=None, frate=round(1 / frame))
+        self.decoders[frame].reinit_feat()
+        return self.decoders[frame]
 
     def __call__(self, audio: np.ndarray, rate: int, text: str) -> dict:
         words = text.split()
         if not words:
             return {"confidence": 0.0, "problem": "no words to align"}
-        decoder = self.decoder(loglevel="FATAL")  # a new one: a used one adapts, so results would depend on others
+        decoder = self.decoder_at(self.FRAME)
         unknown = [word for word in dict.fromkeys(words) if not known(decoder, word)]
         if unknown:
             return {"confidence": 0.0, "problem": f"not in the aligner's dictionary: {' '.join(unknown[:3])}"}
         audio16k = to_model_rate(audio, rate)
         seconds, frame = max(len(audio16k) / RATE, self.FRAME), self.FRAME
         if sum(phones(decoder, word) for word in words) / seconds > self.FAST_PHONES:
-            frame, decoder = self.FRAME / 2, self.decoder(loglevel="FATAL", frate=round(1 / (self.FRAME / 2)))
+            frame, decoder = self.FRAME / 2, self.decoder_at(self.FRAME / 2)
             for word in dict.fromkeys(words):
                 known(decoder, word)
         try:
@@ -312,6 +321,7 @@ class Aligner:
             decoder.process_raw(pcm16(audio16k).tobytes(), full_utt=True)
             decoder.end_utt()
         except RuntimeError as error:
+            self.decoders.pop(frame)  # one left mid-utterance is not reused
             return {"confidence": 0.0, "problem": f"not aligned ({error})"}
         segments = list(decoder.seg() or [])
         if decoder.hyp() is None or not segments:
