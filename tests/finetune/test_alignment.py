@@ -105,6 +105,22 @@ def test_the_aligner_tells_the_words_said_from_others():
     assert align(audio, 16000, "the zqxjv lights")["problem"] == "not in the aligner's dictionary: zqxjv"
 
 
+def test_a_sentence_said_to_its_end_aligns_to_its_last_word():
+    # pocketsphinx's lattice pass (bestpath) ended these alignments before their last word, which then aligned
+    # nowhere: clean sentences, in their clips' margins, were dropped as `uncertain alignment`
+    needs_speech_models()
+    from tpu_demo.data.speech_models import Aligner
+
+    align, margin = Aligner(0.4), np.zeros(2400, np.float32)
+    for voice, sentence in (("en+m3", 8), ("en-gb+f2", 8), ("en-us+m7", 19)):
+        said = planted_faults.speak(planted_faults.SENTENCES[sentence], voice, 16000)
+        audio = np.concatenate([margin, 0.5 * said / np.abs(said).max(), margin])
+        audio += 1e-3 * np.random.default_rng(0).standard_normal(len(audio)).astype(np.float32)  # a room's noise
+        words = planted_faults.SENTENCES[sentence].lower().strip(".").split()
+        found = align(audio, 16000, " ".join(words))
+        assert found["problem"] is None and found["confidence"] > 0.9, (voice, sentence, found)
+
+
 def test_fast_speech_aligns_and_its_missing_words_are_still_found():
     # at espeak-ng's 320 words a minute pocketsphinx's 10 ms frames left 3-state phones too few frames: sentences
     # said right did not align, or lost words, and were dropped as `uncertain alignment`
