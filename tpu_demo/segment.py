@@ -59,6 +59,7 @@ from tpu_demo.evaluation.intelligibility import normalise
 
 STAGES = 4  # the version of what the stages store: a change here redoes them all
 MEASURES = 2  # the version of the costly measures (DNSMOS at a piece's own length, the voice with its windows)
+TRANSCRIBED_COST = 5.0  # a recording's work if the recogniser hears it, over its work if its text is aligned
 TIMES = collections.Counter()  # seconds this process spent in each stage this run (the main one: all processes)
 
 
@@ -254,12 +255,33 @@ def output_folder(config) -> Path:
     return out
 
 
+def shares(recordings, settings, processes: int) -> list[list]:
+    """The recordings split over `processes`, each of which has about the same work to do: the costliest first, each
+    to the process with the least (seconds of audio, TRANSCRIBED_COST times for those the recogniser hears); the same
+    split in every process, each share in the recordings' order."""
+    import soundfile
+
+    def cost(recording) -> float:
+        try:
+            seconds = soundfile.info(str(recording.path)).duration
+        except (RuntimeError, OSError):  # a format soundfile cannot open: its size, as 16 kHz 16-bit audio
+            seconds = recording.path.stat().st_size / 32000
+        return seconds * (1.0 if aligns(recording, settings) else TRANSCRIBED_COST)
+
+    costs, loads, owners = [cost(recording) for recording in recordings], [0.0] * processes, {}
+    for index in sorted(range(len(recordings)), key=lambda index: -costs[index]):
+        owners[index] = loads.index(min(loads))
+        loads[owners[index]] += costs[index]
+    return [[recording for index, recording in enumerate(recordings) if owners[index] == process]
+            for process in range(processes)]  # fmt: skip
+
+
 def segment_share(config, recordings, out: Path, state) -> None:
-    """This process's share of the recordings: the stages not done yet with these settings."""
+    """This process's share of the recordings (`shares`): the stages not done yet with these settings."""
     from tqdm.auto import tqdm
 
     asr_model, settings = recogniser(config), config.recordings
-    share = recordings[state.process_index :: state.num_processes]
+    share = shares(recordings, settings, state.num_processes)[state.process_index]
     device = str(state.device) if state.device.type == "cuda" else "cpu"  # XLA: the host CPU, as for encoding
     models = Models(config, device)
     stages = [Stages(recording, out, settings, asr_model) for recording in share]

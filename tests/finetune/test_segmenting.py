@@ -425,10 +425,28 @@ def test_two_processes_share_the_recordings_and_write_the_same_dataset(tmp_path)
     assert_ok(segment_command(tmp_path / "one", f"recordings={raw}"))
     assert_ok(segment_command(tmp_path / "two", f"recordings={raw}", processes=2))
     assert (tmp_path / "two/metadata.csv").read_text() == (tmp_path / "one/metadata.csv").read_text()
-    # the report's time by stage is both processes' work (alice/take2, the one needing the recogniser, is the other's)
+    # the report's time by stage is both processes' work (alice/take2, the one needing the recogniser, is the main
+    # process's share: the other aligns the three recordings with their own text)
     one, two = (json.loads((tmp_path / run / "segment_report.json").read_text()) for run in ("one", "two"))
     assert set(two["seconds_by_stage"]) == set(one["seconds_by_stage"]) and "recogniser" in one["seconds_by_stage"]
     assert not list((tmp_path / "two/.segmenting").glob("times.*"))
+
+
+def test_the_processes_get_shares_of_about_the_same_work(tmp_path):
+    # every other recording to each process gave one of two both long recordings and the other both short ones
+    from tpu_demo.data.segmenting import Recording
+    from tpu_demo.segment import shares
+
+    def made(name, seconds, text=None):
+        soundfile.write(tmp_path / f"{name}.wav", np.zeros(seconds * 1000, np.float32), 1000)
+        return Recording(tmp_path / f"{name}.wav", name, "anna", text)
+
+    long_short = [made("a", 60), made("b", 10), made("c", 60), made("d", 10)]
+    assert [[found.name for found in share] for share in shares(long_short, settings(), 2)] == [["a", "b"], ["c", "d"]]
+    # a recording aligned to its own text is far less work than one the recogniser hears
+    aligned = [made("e", 100, "[S1] The morning was cold."), made("f", 40), made("g", 30)]
+    assert [[found.name for found in share] for share in shares(aligned, settings(), 2)] == [["f"], ["e", "g"]]
+    assert [len(share) for share in shares(long_short, settings(), 3)] == [1, 1, 2]
 
 
 @pytest.mark.parametrize(
