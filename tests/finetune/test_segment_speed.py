@@ -85,6 +85,24 @@ def test_one_recogniser_and_one_aligner_serve_every_piece_as_new_ones_would():
                 assert aligner(audio, 16000, text) == Aligner(0.4)(audio, 16000, text), (voice, text)
 
 
+def test_a_piece_the_decoder_fails_on_leaves_it_serving_the_next():
+    # pocketsphinx raises on no samples after starting an utterance: the reused decoder then refused every piece after
+    needs_speech_models()
+    from tpu_demo.data.speech_models import Aligner, Pocketsphinx
+
+    recogniser, aligner = Pocketsphinx(), Aligner(0.4)
+    audio = planted_faults.speak(planted_faults.SENTENCES[0], "en+f3", 16000)
+    text = planted_faults.SENTENCES[0].lower().strip(".")
+    for failing in (
+        lambda: recogniser(np.zeros(0, np.float32), 16000),
+        lambda: aligner(np.zeros(0, np.float32), 16000, text),
+    ):
+        with pytest.raises(IndexError):
+            failing()
+    assert recogniser(audio, 16000) == Pocketsphinx()(audio, 16000)
+    assert aligner(audio, 16000, text) == Aligner(0.4)(audio, 16000, text)
+
+
 def test_the_speech_detector_finds_silero_streaming_spans_in_a_call_per_16_seconds():
     needs_speech_models()
     import torch

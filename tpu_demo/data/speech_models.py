@@ -4,6 +4,7 @@ speaker encoder (whose voice it is), ITU-R BS.1770 loudness, and pocketsphinx (a
 
 Each model works on 16 kHz mono float32, the rate all of them were trained at."""
 
+import functools
 from collections import Counter
 
 import numpy as np
@@ -259,15 +260,20 @@ class Pocketsphinx:
             raise FineTuneError(f"segment_asr_model pocketsphinx: English only, not segment_language {language}")
         from pocketsphinx import Decoder
 
-        self.decoder = Decoder(loglevel="FATAL")  # 0.4 s, once: its language model is most of that
+        self.new_decoder = functools.partial(Decoder, loglevel="FATAL")
+        self.decoder = self.new_decoder()  # 0.4 s, once: its language model is most of that
 
     def __call__(self, audio: np.ndarray, rate: int) -> str:
         samples = pcm16(to_model_rate(audio, rate))
         decoder = self.decoder
         decoder.reinit_feat()  # a used decoder's features adapt (CMN): each transcript as a new decoder's
-        decoder.start_utt()
-        decoder.process_raw(samples.tobytes(), full_utt=True)
-        decoder.end_utt()
+        try:
+            decoder.start_utt()
+            decoder.process_raw(samples.tobytes(), full_utt=True)
+            decoder.end_utt()
+        except Exception:
+            self.decoder = self.new_decoder()  # one left mid-utterance would refuse every later piece
+            raise
         hypothesis = decoder.hyp()
         return hypothesis.hypstr if hypothesis else ""
 
@@ -321,8 +327,10 @@ class Aligner:
             decoder.start_utt()
             decoder.process_raw(pcm16(audio16k).tobytes(), full_utt=True)
             decoder.end_utt()
-        except RuntimeError as error:
-            self.decoders.pop(frame)  # one left mid-utterance is not reused
+        except Exception as error:
+            self.decoders.pop(frame)  # one left mid-utterance would refuse every later piece
+            if not isinstance(error, RuntimeError):
+                raise
             return {"confidence": 0.0, "problem": f"not aligned ({error})"}
         segments = list(decoder.seg() or [])
         if decoder.hyp() is None or not segments:
