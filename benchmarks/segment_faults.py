@@ -51,7 +51,7 @@ def build(work: Path, asr: str, omit: list[str], overrides: list[str]) -> tuple[
         (recordings / truth.pop(name)["file"]).unlink()
     (work / "truth.json").write_text(json.dumps(truth, indent=1))
     lines = [f"recordings: {json.dumps(str(recordings))}", f"dataset: {json.dumps(str(work / 'dataset'))}",
-             f"segment_asr_model: {json.dumps(asr)}", "max_audio_frames: 1720"]  # fmt: skip
+             f"segment_asr_model: {json.dumps(asr)}", "max_audio_frames: 1720", "max_text_tokens: 512"]  # fmt: skip
     for override in overrides:
         key, _, value = override.partition("=")
         lines.append(f"{key.strip()}: {value.strip()}")

@@ -358,7 +358,7 @@ def read_corrections(out: Path, allow_removals: bool = False) -> tuple[dict[tupl
 def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_removals: bool = False) -> dict:
     """Every recording's pieces judged, joined into clips, written; metadata.csv and the report. The speaker check
     and the pace filter need all recordings; the models are not needed."""
-    settings, asr_model = config.recordings, recogniser(config)
+    settings, asr_model, max_text_tokens = config.recordings, recogniser(config), config.data.max_text_tokens
     pieces_of, seconds_of = {}, {}
     for recording in recordings:
         stages = Stages(recording, out, settings, asr_model)
@@ -378,7 +378,7 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
             align(recording, pieces_of[recording.name], Stages(recording, out, settings, asr_model), models)
         else:
             give_texts(pieces_of[recording.name], recording, settings.max_asr_cer)
-        clips += join(pieces_of[recording.name], recording, seconds_of[recording.name], settings)
+        clips += join(pieces_of[recording.name], recording, seconds_of[recording.name], settings, max_text_tokens)
     drop_unusual_pace(clips, settings.pace_tolerance)
     metadata = out / "metadata.csv"
     corrections, current = read_corrections(out, allow_removals)

@@ -71,6 +71,27 @@ def test_neighbouring_pieces_are_joined_up_to_the_longest_and_a_dropped_one_cost
     assert [(c.start, c.end) for c in whole] == [(0.0, 1.15), (1.25, 2.0)]
 
 
+def test_clips_hold_no_more_text_than_training_keeps():
+    # clips were joined up to max_clip_seconds whatever their text: training then dropped every one whose text passed
+    # max_text_tokens, and segmenting had said nothing
+    from tpu_demo.data.segmenting import join, text_tokens
+
+    found = pieces((0.5, 1.5), (1.7, 2.9), (3.1, 4.1), (4.5, 5.5), snr_db=40.0)
+    texts = ("[S1] One two.", "[S1] Three four.", "[S1] Five.", "[S1] " + "seven " * 9)
+    for piece, text in zip(found, texts, strict=True):
+        piece.text = text
+    assert text_tokens("[S1] One two.") == 10  # a speaker tag is one token, each UTF-8 byte one
+    clips = join(found, recording(), 6.0, settings(max_clip_seconds=6.0, min_clip_seconds=0.6), max_text_tokens=24)
+    assert [(clip.text, clip.dropped) for clip in clips] == [
+        ("[S1] One two. Three four.", None),
+        ("[S1] Five.", None),
+        ("[S1] " + "seven " * 8 + "seven", "text too long"),
+    ]
+    assert clips[-1].detail == "55 Dia tokens > max_text_tokens 24"
+    whole = join(found, recording(), 6.0, settings(max_clip_seconds=6.0, min_clip_seconds=0.6))
+    assert [clip.dropped for clip in whole] == [None]  # no limit given: joined by time alone
+
+
 def test_each_piece_is_dropped_by_the_measure_that_decided_it():
     from tpu_demo.data.segmenting import judge
 
@@ -262,7 +283,9 @@ def user_recordings(folder: Path) -> Path:
     return folder
 
 
+# the clips' limits are Dia 1.6B's (tpu_demo/configs/dia-1.6b.yaml)
 COMMON = ["segment_asr_model=pocketsphinx", "max_asr_cer=0.9", "pace_tolerance=3", "max_audio_frames=1720"]
+COMMON += ["max_text_tokens=512"]
 
 
 def segment_command(out, *overrides, processes=None):
@@ -395,21 +418,31 @@ def test_a_metadata_csv_a_run_did_not_get_to_replace_is_no_edit(tmp_path):
 @bug_on_unpatched  # the training part stops at the state on the published release
 @pytest.mark.xdist_group("segment")
 def test_segment_writes_a_dataset_training_reads(tmp_path):
+    from tpu_demo.data.segmenting import text_tokens
+
     raw = user_recordings(tmp_path / "podcast")
     out = tmp_path / "clips"
-    # one YAML for both: the clips fit max_audio_frames at the codec's 125 frames a second (4.08 s, not 5)
-    shared = [f"codec={tiny_codec(tmp_path / 'codec')}", "max_audio_frames=512", "max_clip_seconds=5"]
+    # one YAML for both: the clips fit max_audio_frames at the codec's 125 frames a second (4.08 s, not 5), and their
+    # texts max_text_tokens
+    shared = [
+        f"codec={tiny_codec(tmp_path / 'codec')}",
+        "max_audio_frames=512",
+        "max_clip_seconds=5",
+        "max_text_tokens=60",
+    ]
     segmented = segment_command(out, f"recordings={raw}", *shared)
     assert_ok(segmented)
     assert "clips of at most 4.08 s, what max_audio_frames 512 holds at 125.00 frames a second" in segmented.stdout
     report = json.loads((out / "segment_report.json").read_text())
     assert len(rows(out)) == report["kept"]["clips"] > 0
     assert max(clip["end"] - clip["start"] for clip in report["clips"] if not clip["dropped"]) <= 4.08
-    run = [*COMMON, "max_steps=2", "eval_samples=2", "eval_steps=2", "max_text_tokens=160",
-           "per_device_train_batch_size=2", f"recordings={raw}", *shared]  # fmt: skip
+    assert max(text_tokens(row["text"]) for row in rows(out)) <= 60
+    run = [*COMMON, "max_steps=2", "eval_samples=2", "eval_steps=2", "per_device_train_batch_size=2",
+           f"recordings={raw}", *shared]  # fmt: skip
     trained = run_demo(tmp_path / "run", f"dataset={out}", *run, launcher=False)
     assert_ok(trained)
     assert "longer than max_audio_frames" not in trained.stdout + trained.stderr  # every clip trained on
+    assert "0 (0%) longer than max_text_tokens 60: dropped" in trained.stdout + trained.stderr
     changed = run_demo(tmp_path / "run2", f"dataset={out}", *run, "min_snr_db=3", launcher=False)
     assert changed.returncode == 1 and "cut from other recordings or settings than" in changed.stderr
     assert "(it was cut with min_snr_db: 20.0, this config says 3.0)" in changed.stderr

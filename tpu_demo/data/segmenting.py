@@ -13,6 +13,7 @@ pieces through their transcripts and each keeps its part of it (speaker turns `[
 
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import re
@@ -524,10 +525,30 @@ def with_margins(pieces: list[Piece], first: int, last: int, seconds: float) -> 
     return round(max(0.0, start), 3), round(min(seconds, end), 3)
 
 
-def join(pieces: list[Piece], recording: Recording, seconds: float, settings) -> list[Clip]:
-    """Clips of neighbouring kept pieces, at most `max_clip_seconds` with their margins and no pause longer than
-    JOIN_PAUSE inside nor a sound in a pause; each dropped piece a dropped clip of its own. A clip's margins are up to
-    EDGE of the pauses around it, never past half of one."""
+@functools.cache
+def dia_tokenizer():
+    from transformers import DiaTokenizer  # Dia's byte tokenizer: no file to read
+
+    return DiaTokenizer()
+
+
+def text_tokens(text: str) -> int:
+    """A text's length as training counts it against `max_text_tokens`: Dia's tokens."""
+    return len(dia_tokenizer()(text)["input_ids"])
+
+
+def join(pieces: list[Piece], recording: Recording, seconds: float, settings, max_text_tokens=None) -> list[Clip]:
+    """Clips of neighbouring kept pieces, at most `max_clip_seconds` with their margins and `max_text_tokens` of text
+    (training drops a longer text), no pause longer than JOIN_PAUSE inside nor a sound in a pause; each dropped piece
+    a dropped clip of its own, and a piece whose text alone is too long dropped as `text too long`. A clip's margins
+    are up to EDGE of the pauses around it, never past half of one."""
+
+    def too_much_text(numbers) -> bool:
+        return (
+            bool(max_text_tokens)
+            and text_tokens(joined_text([pieces[i].text or "" for i in numbers])) > max_text_tokens
+        )
+
     groups, group = [], []  # runs of indices into `pieces`
     for number, piece in enumerate(pieces):
         if piece.dropped:
@@ -538,6 +559,7 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings) ->
             piece.end - pieces[group[0]].start + 2 * EDGE > settings.max_clip_seconds
             or piece.start - pieces[group[-1]].end > JOIN_PAUSE
             or piece.sound_before
+            or too_much_text([*group, number])
         ):
             groups.append(group)
             group = [number]
@@ -560,6 +582,9 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings) ->
         clip.dropped, clip.detail = group[0].dropped, group[0].detail
         if not clip.dropped and clip.seconds < settings.min_clip_seconds:
             clip.dropped, clip.detail = "too short", f"{clip.seconds:.2f} s < min_clip_seconds"
+        elif not clip.dropped and too_much_text(numbers):
+            clip.dropped = "text too long"
+            clip.detail = f"{text_tokens(clip.text)} Dia tokens > max_text_tokens {max_text_tokens}"
         clips.append(clip)
     return clips
 
