@@ -1,6 +1,6 @@
 """Turns the one YAML config into an `accelerate launch` call, so there is no second config file.
 
-python -m tpu_demo.launch tpu_demo/configs/tiny.yaml [key=value ...] [--dry-run]
+python -m tpu_demo.launch tpu_demo/configs/tiny.yaml [key=value ...] [--segment] [--dry-run]
 """
 
 import os
@@ -11,6 +11,7 @@ import sys
 from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
 from tpu_demo.config.checks import check_config, refuse_launch_conflicts
 from tpu_demo.config.load import load_raw, parse_launch
+from tpu_demo.data.metadata import ALLOW_REMOVALS
 from tpu_demo.errors import FineTuneError
 
 # FSDP2: each encoder and decoder layer its own unit, gathered for its forward and backward only
@@ -75,9 +76,9 @@ def accelerate_command(config, overrides=()):
     return launch_plan(config, overrides)[2:]
 
 
-def launch_plan(config, overrides=()):
-    """The distributed type the run gets, the launch settings, and `accelerate_command`'s arguments and environment
-    variables."""
+def launch_plan(config, overrides=(), program=("tpu_demo.train",)):
+    """The distributed type the run gets, the launch settings, and `accelerate_command`'s arguments (for `program`:
+    the module and its flags) and environment variables."""
     raw = load_raw(config, overrides)
     check_config(raw)  # here, not in every process after the launch
     launch = parse_launch(raw)
@@ -86,7 +87,8 @@ def launch_plan(config, overrides=()):
         distributed_type = detect_distributed_type(launch)
     refuse_launch_conflicts(launch, distributed_type, accelerate_version())
     cmd, env = launch_arguments(distributed_type, launch)
-    return distributed_type, launch, [*cmd, "-m", "tpu_demo.train", str(config), *overrides], env
+    module, *flags = program
+    return distributed_type, launch, [*cmd, "-m", module, str(config), *overrides, *flags], env
 
 
 def accelerate_version() -> str:
@@ -137,9 +139,17 @@ def main(argv=None) -> int:
     refuse_unsupported_transformers()
     parser = config_parser("tpu_demo.launch", __doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    segment = "cut the YAML's recordings into its dataset (tpu_demo.segment) in its processes, instead of training"
+    parser.add_argument("--segment", action="store_true", help=segment)
+    parser.add_argument(
+        ALLOW_REMOVALS, dest="allow_removals", action="store_true", help=f"with --segment: {ALLOW_REMOVALS}"
+    )
     args = parser.parse_args(argv)
+    if args.allow_removals and not args.segment:
+        parser.error(f"{ALLOW_REMOVALS} is a flag of --segment")
+    program = ("tpu_demo.segment", *([ALLOW_REMOVALS] if args.allow_removals else [])) if args.segment else None
     try:
-        distributed_type, launch, cmd, env = launch_plan(args.config, args.overrides)
+        distributed_type, launch, cmd, env = launch_plan(args.config, args.overrides, program or ("tpu_demo.train",))
     except FineTuneError as error:
         fail(error)
     if distributed_type == "XLA":

@@ -24,7 +24,7 @@ from pathlib import Path
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
-from tpu_demo.cli import PREFIX, config_parser, fail, refuse_unsupported_transformers, say
+from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
 from tpu_demo.data.metadata import ALLOW_REMOVALS, decode, read_corrections_table, read_edits, write_corrections_table
 from tpu_demo.data.segmenting import (
     ALIGN_SILENCE,
@@ -514,6 +514,8 @@ def main(argv=None) -> int:
         if state.is_main_process:
             for name, problem in unreadable.items():
                 say(f"recordings: {name}: {problem}: skipped; to leave it out for good, add it to skip_recordings")
+            if state.num_processes > 1:  # `accelerate launch --num_processes 2` alone starts one on a CPU host
+                say(f"{len(recordings)} recordings shared by {state.num_processes} processes")
         if any(recording.text for recording in recordings):
             import jiwer  # noqa: F401 (aligning a recording's text compares transcripts)
         TIMES.clear()  # this run's, not those of an earlier run in this process (a notebook's)
@@ -525,8 +527,10 @@ def main(argv=None) -> int:
     except ImportError as error:
         name = missing_package(error)
         fail(f"recordings: {name} is not installed (pip install '{name}', or the fine-tuner's `speech` extra)")
-    except KeyboardInterrupt:  # each stage finished is saved: a rerun does the rest
-        sys.exit(f"{PREFIX}: interrupted; the recordings done are kept: run the same command again to continue")
+    except KeyboardInterrupt:  # each stage finished is saved: a rerun does the rest; Ctrl-C reaches every process
+        if os.environ.get("RANK", "0") == "0":
+            say("interrupted; the recordings done are kept: run the same command again to continue", file=sys.stderr)
+        sys.exit(130)  # a shell's code for Ctrl-C
     except FineTuneError as error:
         fail(error)
     state.wait_for_everyone()

@@ -11,6 +11,8 @@ import csv
 import io
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +20,7 @@ import pytest
 
 from tests import planted_faults
 from tests.demo_utils import CONFIG, assert_ok, run_demo, run_main, tiny_codec
-from tests.testing_utils import PATCHED, ROOT, TF_VERSION, accelerate_launch, bug_on_unpatched, require_dia
+from tests.testing_utils import PATCHED, TF_VERSION, bug_on_unpatched, free_ports, launch_env, require_dia
 from tpu_demo.errors import FineTuneError
 
 soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
@@ -289,11 +291,16 @@ COMMON += ["max_text_tokens=512"]
 
 
 def segment_command(out, *overrides, processes=None):
+    """`python -m tpu_demo.segment`, or with `processes`: `python -m tpu_demo.launch --segment` on that many CPU
+    processes (a bare `accelerate launch --num_processes 2` starts one on a CPU host)."""
     from tpu_demo.segment import main
 
     args = [str(CONFIG), f"dataset={out}", *COMMON, *overrides]
     if processes:
-        return accelerate_launch(ROOT / "tpu_demo/segment.py", *args, num_processes=processes)
+        port = f"main_process_port={free_ports()[0]}"
+        launch = [*args, "distributed_type=MULTI_CPU", f"num_processes={processes}", port, "--segment"]
+        cmd = [sys.executable, "-m", "tpu_demo.launch", *launch]
+        return subprocess.run(cmd, env=launch_env(), capture_output=True, text=True, timeout=600)
     return run_main(main, args)
 
 
@@ -456,7 +463,9 @@ def test_segment_writes_a_dataset_training_reads(tmp_path):
 def test_two_processes_share_the_recordings_and_write_the_same_dataset(tmp_path):
     raw = user_recordings(tmp_path / "podcast")
     assert_ok(segment_command(tmp_path / "one", f"recordings={raw}"))
-    assert_ok(segment_command(tmp_path / "two", f"recordings={raw}", processes=2))
+    shared = segment_command(tmp_path / "two", f"recordings={raw}", processes=2)
+    assert_ok(shared)
+    assert "tpu_demo: 4 recordings shared by 2 processes" in shared.stdout
     assert (tmp_path / "two/metadata.csv").read_text() == (tmp_path / "one/metadata.csv").read_text()
     # the report's time by stage is both processes' work (alice/take2, the one needing the recogniser, is the main
     # process's share: the other aligns the three recordings with their own text)
@@ -526,7 +535,7 @@ def test_an_interrupted_segmenting_says_how_to_continue_and_continues(tmp_path, 
 
     monkeypatch.setattr(tpu_demo.segment, "cut_and_measure", stopped_after_one)
     stopped = segment_command(tmp_path / "clips", f"recordings={raw}")
-    assert stopped.returncode == 1 and "interrupted; the recordings done are kept" in stopped.stderr
+    assert stopped.returncode == 130 and "interrupted; the recordings done are kept" in stopped.stderr
     assert "Traceback" not in stopped.stderr and not (tmp_path / "clips" / "metadata.csv").exists()
     monkeypatch.setattr(tpu_demo.segment, "cut_and_measure", cut)
     again = segment_command(tmp_path / "clips", f"recordings={raw}")
