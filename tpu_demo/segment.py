@@ -300,7 +300,7 @@ def segment_share(config, recordings, out: Path, state) -> None:
             align(recording, pieces, stage, models)
     if state.is_main_process and done:
         whose = "this process's " if state.num_processes > 1 else ""
-        say(f"{done} of {whose}{len(share)} recordings cut and measured before (cached)")
+        say(f"{done} of {whose}{len(share)} recording{'s' * (len(share) > 1)} cut and measured before (cached)")
 
 
 def share_times(out: Path, state) -> None:
@@ -443,7 +443,7 @@ def report_lines(summary: dict, out: Path) -> list[str]:
     dropped = "; ".join(f"{name} {d['clips']} ({d['seconds']:.1f} s)" for name, d in summary["dropped"].items())
     speakers = "; ".join(f"{name} {s['clips']} ({s['seconds']:.1f} s)" for name, s in summary["speakers"].items())
     lines = [
-        f"{summary['recordings']} recordings, {total:.1f} s in clips: kept {kept['clips']} clips "
+        f"{summary['recordings']} recordings, {total:.1f} s of speech cut into clips: kept {kept['clips']} clips "
         f"({kept['seconds']:.1f} s)",
         f"dropped: {dropped or 'none'}",
         f"kept per speaker: {speakers or 'none'}",
