@@ -174,8 +174,11 @@ class VoiceEncoder:
     def __init__(self):
         import contextlib
         import io
+        import warnings
 
-        from resemblyzer import VoiceEncoder as Encoder
+        with warnings.catch_warnings():  # webrtcvad, which it imports, warns of pkg_resources on every run
+            warnings.filterwarnings("ignore", "pkg_resources is deprecated", UserWarning)
+            from resemblyzer import VoiceEncoder as Encoder
 
         with contextlib.redirect_stdout(io.StringIO()):  # it prints a line on loading
             self.encoder = Encoder("cpu")
