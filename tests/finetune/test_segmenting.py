@@ -255,6 +255,9 @@ def test_clips_are_cut_to_what_training_keeps_of_them(tmp_path):
     (tmp_path / "codec").mkdir()
     (tmp_path / "codec/config.json").write_text(json.dumps({"sampling_rate": 24000, "hop_length": 320}))
     assert limit(f"codec={tmp_path / 'codec'}", "max_audio_frames=751").max_clip_seconds == 10.0  # 75 a second
+    # `codec: tiny` (the demo's random codec, 125 frames a second) was taken for Dia's DAC: 15 s clips of 1875 frames
+    assert codec_frame_rate("tiny") == (125.0, "tiny: 16000 Hz, hop 128")
+    assert limit("codec=tiny", "max_audio_frames=1720").max_clip_seconds == 13.75
     with pytest.raises(FineTuneError, match=r"max_audio_frames 24 holds 0.26 s at 86.13 frames a second \(Dia's DAC: "
                        r"44100 Hz, hop 512\), no more than min_clip_seconds 1.0: set max_audio_frames to the frames "
                        r"of the longest clip to train on \(1292 for max_clip_seconds 15.0\)"):  # fmt: skip

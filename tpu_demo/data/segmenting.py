@@ -692,6 +692,11 @@ def recogniser(config) -> str:
 def codec_frame_rate(codec: str | None) -> tuple[float, str]:
     """Code frames a second of the YAML's `codec` (its config.json: in its folder, or in the hub's cache for an id),
     and what it is, in words; Dia's DAC where the YAML names none or its config is not at hand."""
+    from tpu_demo.model.dia import TINY_CODEC, tiny_codec_config
+
+    if codec == TINY_CODEC:
+        tiny = tiny_codec_config()
+        return tiny.sampling_rate / tiny.hop_length, f"{codec}: {tiny.sampling_rate} Hz, hop {tiny.hop_length}"
     config = Path(codec) / "config.json" if codec else None
     if codec and not config.is_file():
         from huggingface_hub import try_to_load_from_cache
