@@ -147,9 +147,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.allow_removals and not args.segment:
         parser.error(f"{ALLOW_REMOVALS} is a flag of --segment")
-    program = ("tpu_demo.segment", *([ALLOW_REMOVALS] if args.allow_removals else [])) if args.segment else None
+    program = ("tpu_demo.segment", *[ALLOW_REMOVALS] * args.allow_removals) if args.segment else ("tpu_demo.train",)
     try:
-        distributed_type, launch, cmd, env = launch_plan(args.config, args.overrides, program or ("tpu_demo.train",))
+        distributed_type, launch, cmd, env = launch_plan(args.config, args.overrides, program)
     except FineTuneError as error:
         fail(error)
     if distributed_type == "XLA":

@@ -76,7 +76,8 @@ def test_neighbouring_pieces_are_joined_up_to_the_longest_and_a_dropped_one_cost
 def test_clips_hold_no_more_text_than_training_keeps():
     # clips were joined up to max_clip_seconds whatever their text: training then dropped every one whose text passed
     # max_text_tokens, and segmenting had said nothing
-    from tpu_demo.data.segmenting import join, text_tokens
+    from tpu_demo.data.segmenting import join
+    from tpu_demo.model.tokens import text_tokens
 
     found = pieces((0.5, 1.5), (1.7, 2.9), (3.1, 4.1), (4.5, 5.5), snr_db=40.0)
     texts = ("[S1] One two.", "[S1] Three four.", "[S1] Five.", "[S1] " + "seven " * 9)
@@ -428,7 +429,7 @@ def test_a_metadata_csv_a_run_did_not_get_to_replace_is_no_edit(tmp_path):
 @bug_on_unpatched  # the training part stops at the state on the published release
 @pytest.mark.xdist_group("segment")
 def test_segment_writes_a_dataset_training_reads(tmp_path):
-    from tpu_demo.data.segmenting import text_tokens
+    from tpu_demo.model.tokens import text_tokens
 
     raw = user_recordings(tmp_path / "podcast")
     out = tmp_path / "clips"

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from tpu_demo.errors import LOAD_ERRORS, FineTuneError, require_folder
-from tpu_demo.model.tokens import with_language
+from tpu_demo.model.tokens import text_tokens, with_language
 
 
 @dataclass
@@ -278,13 +278,10 @@ def prepare(
         raise FineTuneError(f"too_long: {too_long!r} is not one of truncate, drop")
     cache = Path(cache_dir) / codec.fingerprint
     cache.mkdir(parents=True, exist_ok=True)
-    from transformers import DiaTokenizer  # here: the commands import this module before they check the release
-
     result = Prepared(items=[], max_text_tokens=max_text_tokens or 0)
-    tokenizer = DiaTokenizer() if max_text_tokens else None
     kept, text_dropped = [], []
     for row in rows:
-        if tokenizer is not None and len(tokenizer(row.prompt)["input_ids"]) > max_text_tokens:
+        if max_text_tokens and text_tokens(row.prompt) > max_text_tokens:
             result.text_too_long.append(row.row)
             text_dropped.append(row)
         else:

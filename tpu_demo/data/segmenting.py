@@ -13,7 +13,6 @@ pieces through their transcripts and each keeps its part of it (speaker turns `[
 
 import dataclasses
 import difflib
-import functools
 import hashlib
 import json
 import re
@@ -27,7 +26,7 @@ from tpu_demo.data.layouts import AUDIO_SUFFIXES
 from tpu_demo.data.speech_models import RATE, bandwidth, levelled, without_dc
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.intelligibility import normalise
-from tpu_demo.model.tokens import TEXT_TAGS
+from tpu_demo.model.tokens import TEXT_TAGS, text_tokens
 
 WINDOW = 0.02  # seconds: noise is measured on 20 ms windows
 EDGE = 0.15  # seconds of a pause kept at each end of a clip (half of a shorter pause)
@@ -523,18 +522,6 @@ def with_margins(pieces: list[Piece], first: int, last: int, seconds: float) -> 
     start = pieces[first].start - min(EDGE, (pieces[first].start - before) / 2)
     end = pieces[last].end + min(EDGE, (after - pieces[last].end) / 2)
     return round(max(0.0, start), 3), round(min(seconds, end), 3)
-
-
-@functools.cache
-def dia_tokenizer():
-    from transformers import DiaTokenizer  # Dia's byte tokenizer: no file to read
-
-    return DiaTokenizer()
-
-
-def text_tokens(text: str) -> int:
-    """A text's length as training counts it against `max_text_tokens`: Dia's tokens."""
-    return len(dia_tokenizer()(text)["input_ids"])
 
 
 def join(pieces: list[Piece], recording: Recording, seconds: float, settings, max_text_tokens=None) -> list[Clip]:
