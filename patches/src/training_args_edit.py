@@ -22,12 +22,12 @@ class EditError(RuntimeError):
 
 
 DOCSTRING_ENTRY = """        existing_state (`str`, *optional*, defaults to `"auto"`):
-            What `TrainingArguments` and the `Trainer` do with an accelerator state that exists already, e.g. the
-            state of an `Accelerator` created before them. `"auto"` keeps it if it is the state they set up, and
-            otherwise resets it, with one warning unless a previous `Trainer` created it. `"preserve"` keeps it as it
-            is (unless a failed initialization left it incomplete), and a `Trainer` raises if it differs from the
-            state it sets up. `"reset"` always resets it. `use_configured_state=True` takes a state that must exist
-            as it is, and contradicts `"reset"`.
+            What `TrainingArguments` do with the state of an `Accelerator` created before them, which published
+            releases reset. `"auto"` keeps it if its processes and device are the ones the arguments set up, unless a
+            previous `Trainer` created it; a `Trainer` then uses it if its mixed precision and `TorchDynamoPlugin` are
+            the `Trainer`'s and it holds no plugin, and otherwise resets it. `"preserve"` keeps it as it is, as
+            `use_configured_state` does. `"reset"` always resets it. A state a failed initialization left incomplete
+            is always reset.
 """
 
 # `_setup_devices` reads (pops) `use_configured_state` from the `AcceleratorConfig`
@@ -36,7 +36,11 @@ RESET = "            AcceleratorState._reset_state(reset_partial_state=True)\n"
 ELSE_RESET = "        else:\n" + RESET
 FRESH_STATE = r"""^            if use_deepspeed:\n                del os\.environ\["ACCELERATE_USE_DEEPSPEED"\]\n"""
 HELPERS_AFTER = r"^ +return timedelta\(seconds=self\.ddp_timeout\)\n\n"
+IMPORTS_AFTER = r"^import warnings\n"
+MODULE_AFTER = r"^trainer_log_levels = dict\(\*\*log_levels, passive=-1\)\n"
 ACCELERATOR = "        self.accelerator = Accelerator(**args)\n"
+# in `Trainer.__init__` and `_hp_search_setup`
+CREATE = "        self.create_accelerator_and_postprocess()\n"
 
 
 def _replace_once(text, pattern, replacement, what, version, path=TARGET, keep_match=False):
@@ -54,6 +58,14 @@ def _insert_after(text, pattern, insertion, what, version, path=TARGET):
     return _replace_once(text, pattern, insertion, what, version, path, keep_match=True)
 
 
+def _with_comments(lines: list[str], node: ast.stmt) -> str:
+    """The source of `node`, with its decorators and the comments right above it."""
+    start = (getattr(node, "decorator_list", None) or [node])[0].lineno - 1
+    while lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    return "".join(lines[start : node.end_lineno])
+
+
 def inserted_code() -> dict[str, dict[str, str | list[str]]]:
     """The source of each member of each class of `METHODS`: a method or field whole, and for the methods named as
     the release's (`_setup_devices`, `create_accelerator_and_postprocess`) their groups of statements, which blank
@@ -66,14 +78,15 @@ def inserted_code() -> dict[str, dict[str, str | list[str]]]:
         for node in cls.body:
             if isinstance(node, ast.Expr):  # the class docstring
                 continue
-            first = (getattr(node, "decorator_list", None) or [node])[0]
-            start = first.lineno - 1
-            while lines[start - 1].lstrip().startswith("#"):  # its comments
-                start -= 1
             target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
-            members[getattr(node, "name", None) or ast.unparse(target)] = "".join(lines[start : node.end_lineno])
+            members[getattr(node, "name", None) or ast.unparse(target)] = _with_comments(lines, node)
         code[cls.name] = members
-    for cls, method in (("TrainingArguments", "_setup_devices"), ("Trainer", "create_accelerator_and_postprocess")):
+    module = [node for node in ast.parse(source).body if isinstance(node, ast.Assign)]
+    code["module"] = {
+        node.targets[0].id: _with_comments(lines, node) for node in module if node.targets[0].id != "logger"
+    }
+    methods = [("TrainingArguments", "_setup_devices"), ("Trainer", "__init__")]
+    for cls, method in methods + [("Trainer", "create_accelerator_and_postprocess")]:
         body = code[cls].pop(method).split("\n", 1)[1]
         groups = [group + "\n" for group in re.split(r"\n\s*\n", body.rstrip("\n"))]
         # a group of comments only says what the statements are for, here
@@ -81,10 +94,6 @@ def inserted_code() -> dict[str, dict[str, str | list[str]]]:
             group for group in groups if not all(line.lstrip().startswith("#") for line in group.splitlines())
         ]
     return code
-
-
-def _without_noqa(text: str) -> str:
-    return re.sub(r"  # noqa: F821", "", text)
 
 
 def edit_config(text: str, version: str) -> str:
@@ -99,9 +108,10 @@ def edit_config(text: str, version: str) -> str:
 
 def edit(text: str, version: str) -> str:
     """`training_args.py`: its `_setup_devices` keeps an existing state whose `PartialState` is the one it builds."""
-    code = inserted_code()["TrainingArguments"]
-    read, set_aside, keep = (_without_noqa(group) for group in code.pop("_setup_devices"))
-    text = _insert_after(text, POPPED, read, "the policy", version)
+    code = inserted_code()
+    set_aside, keep = code["TrainingArguments"].pop("_setup_devices")
+    text = _insert_after(text, IMPORTS_AFTER, "import weakref\n", "the imports", version)
+    text = _insert_after(text, MODULE_AFTER, "\n" + "".join(code["module"].values()), "the module's names", version)
     text = _replace_once(
         text,
         "^" + re.escape(ELSE_RESET),
@@ -110,23 +120,27 @@ def edit(text: str, version: str) -> str:
         version,
     )
     text = _insert_after(text, FRESH_STATE, textwrap.indent(keep, "    "), "the fresh state", version)
-    helpers = "\n".join(code.values())
+    helpers = "\n".join(code["TrainingArguments"].values())
     return _insert_after(text, HELPERS_AFTER, helpers + "\n", "the helpers", version)
 
 
 def edit_trainer(text: str, version: str) -> str:
-    """`trainer.py`: `create_accelerator_and_postprocess` resets a state that differs from its `Accelerator`'s."""
+    """`trainer.py`: the `Trainer` resets a state its arguments kept where its own `Accelerator` differs, and notes the
+    states it creates."""
     code = inserted_code()["Trainer"]
-    (around,) = code.pop("create_accelerator_and_postprocess")
-    text = _replace_once(
-        text, "^" + re.escape(ACCELERATOR), _without_noqa(around), "the accelerator", version, TRAINER
-    )
+    (before,) = code.pop("create_accelerator_and_postprocess")
+    (note,) = code.pop("__init__")
+    text = _replace_once(text, "^" + re.escape(ACCELERATOR), before + ACCELERATOR, "the accelerator", version, TRAINER)
+    calls = len(re.findall("^" + re.escape(CREATE), text, flags=re.MULTILINE))
+    if calls != 2:
+        raise EditError(f"transformers {version}: {TRAINER}: {calls} calls to create the accelerator, expected 2")
+    text = re.sub("^" + re.escape(CREATE), lambda match: CREATE + note, text, flags=re.MULTILINE)
     if "args.update(accelerator_config)" in text:  # accelerate < 0.28 gets the config's keys as its arguments
         popped = '        accelerator_config.pop("gradient_accumulation_kwargs")\n'
         key = '        accelerator_config.pop("existing_state")\n'
         text = _insert_after(text, "^" + re.escape(popped), key, "the config's keys", version, TRAINER)
     method = r"^(?=    def create_accelerator_and_postprocess\(self\))"
-    return _insert_after(text, method, code["_prepare_accelerator_state"] + "\n", "the check", version, TRAINER)
+    return _insert_after(text, method, "\n".join(code.values()) + "\n", "the checks", version, TRAINER)
 
 
 def edit_all(files: dict[str, str], version: str) -> dict[str, str]:

@@ -2,16 +2,22 @@
 
 Never imported: `training_args_edit.py` parses this file and inserts the source of each member into a release's
 `trainer_pt_utils.py`, `training_args.py` and `trainer.py`, whose modules provide the names imported here. Each
-class holds what the fix adds to the class of that name, in the form every pinned release takes.
+class holds what the fix adds to the class of that name, in the form every pinned release takes; the module-level
+assignment goes into `training_args.py` below its `logger`.
 """
 
 import os
+import weakref
 from dataclasses import field
 
 from accelerate.state import AcceleratorState, PartialState
 from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
+
+# The `dynamo_plugin` of each accelerator state `TrainingArguments` kept, by its `id`, and of the last one a `Trainer`
+# created, as "trainer": weak references tell the states apart without keeping their plugins alive
+_ACCELERATOR_STATES = weakref.WeakValueDictionary()
 
 
 class AcceleratorConfig:
@@ -20,9 +26,8 @@ class AcceleratorConfig:
     existing_state: str = field(
         default="auto",
         metadata={
-            "help": "What to do with an accelerator state that exists already, e.g. an `Accelerator`'s: keep it if"
-            " it is what the `TrainingArguments` and the `Trainer` set up (`auto`), keep it as it is (`preserve`), or"
-            " reset it (`reset`). `use_configured_state=True` takes a state that must exist as it is."
+            "help": "What `TrainingArguments` do with an `Accelerator`'s state that exists already: `auto`, `preserve`"
+            " or `reset` (see the class docstring)."
         },
     )
 
@@ -36,97 +41,91 @@ class AcceleratorConfig:
 
 
 class TrainingArguments:
-    """What the fix adds to `TrainingArguments`: a record and two helpers, and statements in `_setup_devices`."""
+    """What the fix adds to `TrainingArguments`: a method, and statements in `_setup_devices`."""
 
-    # the `AcceleratorState` a `Trainer` created: replaced by the next arguments as before, unlike a user's
-    _trainer_accelerator_state = {}
-
-    @staticmethod
-    def _is_trainer_accelerator_state(state: dict) -> bool:
-        record = TrainingArguments._trainer_accelerator_state
-        return bool(record) and all(state.get(key) is value for key, value in record.items())
-
-    def _keep_existing_state(self, partial_state: dict, accelerator_state: dict) -> None:
-        """Puts back the state `_setup_devices` reset if its `PartialState` is the one just built (#40376)."""
-        if not partial_state or self._is_trainer_accelerator_state(accelerator_state):
-            return
+    def _keep_accelerator_state(self, partial_state: dict, accelerator_state: dict) -> int | None:
+        """Puts back the state `_setup_devices` reset (#40376) if an `Accelerator` completed it and, under
+        `existing_state="auto"`, no `Trainer` created it and its `PartialState` is the one just built. Returns the
+        `id` of a state kept under `"auto"`: the `Trainer` resets it where its own settings differ."""
+        policy = getattr(self.accelerator_config, "existing_state", "auto")
+        plugin = accelerator_state.get("dynamo_plugin")
+        if policy == "reset" or "_mixed_precision" not in accelerator_state or plugin is None:
+            return None  # no `Accelerator`'s state, or one a failed initialization left half-built
         built, skip = PartialState._shared_state, {"_cpu"}  # `_cpu` only chose the device, which is compared
         if accelerator_state.get("fsdp_plugin") or accelerator_state.get("megatron_lm_plugin"):
-            skip.add("distributed_type")  # which the `AcceleratorState` turned into its own; the `Trainer` compares it
-        keys = [key for key in sorted(partial_state.keys() | built.keys()) if partial_state.get(key) != built.get(key)]
+            skip.add("distributed_type")  # which the `AcceleratorState` turned into its own; the `Trainer` resets it
+        keys = sorted(key for key in partial_state.keys() | built.keys() if partial_state.get(key) != built.get(key))
         differences = [
             f"`{key}`: `{partial_state.get(key)}`, not `{built.get(key)}`" for key in keys if key not in skip
         ]
-        # "preserve" keeps a state that differs, but not one a failed initialization left incomplete
-        if not differences or self._existing_state == "preserve" and partial_state.keys() >= built.keys():
-            built.update(partial_state)
-            AcceleratorState._shared_state.update(accelerator_state)
-        elif accelerator_state:
-            logger.warning(
-                "Resetting the existing accelerator state, which differs from the one these `TrainingArguments` "
-                f"set up: {'; '.join(differences)}."
-            )
+        if policy == "auto" and plugin is _ACCELERATOR_STATES.get("trainer"):
+            return None  # a previous `Trainer`'s: replaced quietly, as before
+        if policy == "auto" and differences:
+            if self.distributed_state.is_main_process:  # once per launch
+                logger.warning(
+                    "Resetting the existing accelerator state, which differs from the one these `TrainingArguments` "
+                    f"set up: {'; '.join(differences)}."
+                )
+            return None
+        built.update(partial_state)
+        AcceleratorState._shared_state.update(accelerator_state)
+        _ACCELERATOR_STATES[id(plugin)] = plugin
+        return id(plugin) if policy == "auto" else None
+
+    def _note_trainer_state(self) -> None:
+        """Notes a state a `Trainer` with these arguments created: the next arguments replace it, as before."""
+        plugin = AcceleratorState._shared_state.get("dynamo_plugin")
+        if plugin is not None and plugin is not _ACCELERATOR_STATES.get(getattr(self, "_kept_state", None)):
+            _ACCELERATOR_STATES["trainer"] = plugin
 
     def _setup_devices(self):
-        # the statements the fix adds to the release's `_setup_devices`, in order: after it reads (and pops)
-        # `use_configured_state`, before it resets the state, and after it builds the fresh `PartialState`
-
-        # what is asked for, for the `Trainer` too: `use_configured_state` is gone from the config now
-        self._existing_state = getattr(self.accelerator_config, "existing_state", "auto")
-        if accelerator_state_kwargs["use_configured_state"]:  # noqa: F821
-            self._existing_state = "use_configured_state"
+        # the statements the fix adds to the release's `_setup_devices`, in order: before it resets the state, and
+        # after it builds the fresh `PartialState`
 
         existing_state = dict(PartialState._shared_state), dict(AcceleratorState._shared_state)
 
-        if self._existing_state != "reset":
-            self._keep_existing_state(*existing_state)
+        self._kept_state = self._keep_accelerator_state(*existing_state)
 
 
 class Trainer:
-    """What the fix adds to the `Trainer`: a check, and the statements around its `Accelerator`."""
+    """What the fix adds to the `Trainer`: a method, and the statements that call it and note the state it made."""
 
-    def _prepare_accelerator_state(self, accelerator_args: dict) -> bool:
-        """Resets a state other than what `accelerator_args` set up (accelerate would ignore them); `True` if none."""
-        from accelerate.state import AcceleratorState, PartialState
+    def _reset_unusable_accelerator_state(self, accelerator_args: dict) -> None:
+        """Resets the state the arguments kept (#40376) unless `Accelerator(**accelerator_args)` can use it as is."""
+        from accelerate.state import AcceleratorState
         from accelerate.utils import TorchDynamoPlugin
 
-        state, policy = AcceleratorState._shared_state, getattr(self.args, "_existing_state", "reset")
-        if not state or policy not in ("auto", "preserve"):
-            return not state
-        # what `Accelerator(**accelerator_args)` takes from the environment where the arguments leave it
-        wanted = accelerator_args.get("mixed_precision") or os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
-        found = state.get("_mixed_precision")
-        differences = [f"`mixed_precision`: `{found}`, not `{wanted}`"] if found != wanted else []
-        if state.get("dynamo_plugin") != (accelerator_args.get("dynamo_plugin") or TorchDynamoPlugin()):
-            differences.append("`dynamo_plugin`")
-        # any other setting (a plugin, a device mesh) cannot be shown equal: one held or passed is a difference
-        other = state.keys() - PartialState._shared_state.keys() - {"_mixed_precision", "dynamo_plugin"}
-        differences += [f"`{key}`" for key in sorted(other) if state[key] is not None]
-        plugins = ("deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin", "torch_tp_plugin", "parallelism_config")
-        differences += [f"`{key}`" for key in plugins if accelerator_args.get(key) is not None]
-        if accelerator_args.get("deepspeed_plugin") is not None:  # whatever else differs
-            differences = ["accelerate cannot take a second DeepSpeed plugin"]
-        if not differences:
-            return False
-        differences = "; ".join(differences)
-        if policy == "preserve":
-            raise ValueError(
-                "`existing_state='preserve'` keeps the existing accelerator state, which differs from what this "
-                f"`Trainer` sets up: {differences}. Make them match, or use `existing_state='auto'` to reset it."
-            )
-        if not self.args._is_trainer_accelerator_state(state):  # a previous `Trainer`'s goes as before, quietly
-            logger.warning(
-                f"Resetting the existing accelerator state, which differs from this `Trainer`'s: {differences}."
-            )
+        from .training_args import _ACCELERATOR_STATES
+
+        state = AcceleratorState._shared_state
+        if _ACCELERATOR_STATES.get(getattr(self.args, "_kept_state", None), False) is not state.get("dynamo_plugin"):
+            return  # no state these arguments kept: accelerate checks one made since, as before
+        # what `Accelerator(**accelerator_args)` takes from the environment where the `Trainer` passes nothing
+        mixed_precision = accelerator_args.get("mixed_precision") or os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
+        compared = {
+            "mixed_precision": (state["_mixed_precision"], mixed_precision),
+            "dynamo_plugin": (state["dynamo_plugin"], accelerator_args.get("dynamo_plugin") or TorchDynamoPlugin()),
+        }
+        shown = [f"its `{k}` is `{a}`, this `Trainer`'s `{b}`" for k, (a, b) in compared.items() if a != b]
+        keys = ("deepspeed_plugins", "deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin", "torch_tp_plugin")
+        keys += ("parallelism_config", "dynamo_backend")
+        plugins = [f"`{key}`" for key in keys if state.get(key) or accelerator_args.get(key)]
+        if not plugins and not shown:
+            return
+        reason = f"with {', '.join(plugins)}, it cannot be reused" if plugins else "; ".join(shown)
+        if self.args.process_index == 0:  # once per launch; a plugin is never shown equal, so not said to differ
+            (logger.info if plugins else logger.warning)(f"Resetting the kept accelerator state: {reason}.")
         AcceleratorState._reset_state(reset_partial_state=True)
         self.args.__dict__.pop("_setup_devices", None)  # the devices set up again, as by new arguments
         _ = self.args._setup_devices
-        return True
+
+    def __init__(self):
+        # after each call of `create_accelerator_and_postprocess` (in `__init__` and `_hp_search_setup`): a state a
+        # subclass's own `Accelerator` created counts as the `Trainer`'s too
+
+        self.args._note_trainer_state()
 
     def create_accelerator_and_postprocess(self, args):
-        # the statements the fix adds around the `Accelerator` the `Trainer` creates
+        # the statement the fix adds before the `Accelerator` the `Trainer` creates
 
-        created = self._prepare_accelerator_state(args)
-        self.accelerator = Accelerator(**args)  # noqa: F821
-        if created:  # a `Trainer`'s state, which the next arguments replace as before
-            TrainingArguments._trainer_accelerator_state = dict(vars(self.accelerator.state))
+        self._reset_unusable_accelerator_state(args)
