@@ -41,7 +41,9 @@ def summarize(rows: list[dict]):
 
 
 def as_promised(env: dict, device: str, patched: bool) -> int:
-    return sum(outcome == promised(key[0], key[2], device, patched) for key, outcome in env["seen"].items())
+    return sum(
+        outcome == promised(key[0], key[2], device, patched, maker=key[1]) for key, outcome in env["seen"].items()
+    )
 
 
 def render(table) -> str:
@@ -70,7 +72,7 @@ def render(table) -> str:
         bug = "–"
         if published and published["seen"]:
             bug = sum(
-                outcome == "reset" and promised(key[0], key[2], device) == "kept"
+                outcome == "reset" and promised(key[0], key[2], device, maker=key[1]) == "kept"
                 for key, outcome in published["seen"].items()
             )
             bug = f"{bug}/{TOTAL}"
@@ -81,7 +83,7 @@ def render(table) -> str:
         )
         for is_patched, env in ((True, patched), (False, published)):
             for key, outcome in sorted((env or {"seen": {}})["seen"].items()):
-                expected = promised(key[0], key[2], device, is_patched)
+                expected = promised(key[0], key[2], device, is_patched, maker=key[1])
                 if outcome != expected:
                     label = "patched" if is_patched else "published"
                     broken.append(f"| {release} {label} | {device} | {' | '.join(key)} | {outcome} | {expected} |")

@@ -77,13 +77,15 @@ def all_scenarios():
     return list(itertools.product((DEFAULT, *POLICIES), STATE_MAKERS, ARGUMENT_VARIANTS))
 
 
-def promised(policy: str, arguments: str, state_device: str, patched: bool = True, arguments_device=None) -> str:
-    """What the patched release's `TrainingArguments` do with a state on `state_device`, where fresh arguments would
-    set up `arguments_device` (by default the same: a CPU-only or XLA host); with `patched=False`, what the published
-    one does. A `Trainer` compares the rest."""
+def promised(
+    policy: str, arguments: str, state_device: str, patched: bool = True, arguments_device=None, maker=None
+) -> str:
+    """What the patched release's `TrainingArguments` do with a state on `state_device` made by `maker` (by default
+    an `Accelerator`), where fresh arguments would set up `arguments_device` (by default the same: a CPU-only or XLA
+    host); with `patched=False`, what the published one does. A `Trainer` compares the rest."""
     if arguments == "use_configured_state":  # the upstream opt-in, unchanged by the patch; "reset" contradicts it
         return "error" if patched and policy == "reset" else "kept"
-    if not patched or policy == "reset":
+    if not patched or policy == "reset" or maker == "PartialState()":  # only an `Accelerator`'s state is kept
         return "reset"
     return "kept" if policy == "preserve" or state_device == (arguments_device or state_device) else "reset"
 

@@ -73,8 +73,8 @@ def make_training_args(output_dir, policy=None, **kwargs):
     return TrainingArguments(output_dir=str(output_dir), **kwargs)
 
 
-# the one line the patched release logs when it discards a state it did not create (`existing_state="auto"`)
-RESET_WARNING = "Resetting the existing accelerator state"
+# how each line of the patched release begins where it discards a state it did not create (`existing_state="auto"`)
+RESET_WARNING = "Resetting the "
 
 
 require_xla = pytest.mark.skipif(not is_torch_xla_available(), reason="needs torch_xla (run `tox -e tpu`)")

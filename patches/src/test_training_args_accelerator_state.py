@@ -13,14 +13,14 @@
 # limitations under the License.
 import json
 import os
-import unittest
-from unittest.mock import patch
+from unittest.mock import PropertyMock, patch
 
 from parameterized import parameterized
 
 from transformers import HfArgumentParser, TrainingArguments, is_torch_available
 from transformers.testing_utils import (
     CaptureLogger,
+    LoggingLevel,
     TestCasePlus,
     require_accelerate,
     require_optuna,
@@ -33,20 +33,22 @@ from transformers.utils import is_accelerate_available, logging
 if is_torch_available():
     import torch
 
-    from tests.trainer.trainer_test_utils import (
+    from transformers import Trainer
+
+    from .trainer_test_utils import (
         RegressionDataset,
         RegressionModelConfig,
         RegressionPreTrainedModel,
         get_regression_trainer,
     )
-    from transformers import Trainer
 
 if is_accelerate_available():
-    from accelerate import Accelerator, PartialState, notebook_launcher
+    from accelerate import Accelerator, ParallelismConfig, PartialState, notebook_launcher
+    from accelerate.state import AcceleratorState
     from accelerate.utils import DistributedType
 
 
-RESET_LINE = "Resetting the existing accelerator state"
+RESET_LINE = "Resetting the"
 
 
 def capture_logs():
@@ -71,14 +73,13 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             output_dir=self.get_auto_remove_tmp_dir(), report_to="none", use_cpu=True, max_steps=2, **kwargs
         )
 
-    @parameterized.expand([("accelerator",), ("partial_state",)])
-    def test_existing_state_is_kept(self, maker):
-        state = Accelerator(cpu=True).state if maker == "accelerator" else PartialState(cpu=True)
-        device = state.device
+    def test_existing_state_is_kept(self):
+        accelerator = Accelerator(cpu=True)
+        device = accelerator.state.device
         with capture_logs() as cl:
             self.make_args()
-        self.assertEqual(state.distributed_type, DistributedType.NO)
-        self.assertIs(state.device, device)  # the very state, not an equal new one
+        self.assertEqual(accelerator.state.distributed_type, DistributedType.NO)
+        self.assertIs(accelerator.state.device, device)  # the very state, not an equal new one
         self.assertEqual(state_lines(cl), [])
 
     def test_state_of_another_partial_state_is_reset_with_one_line(self):
@@ -104,13 +105,45 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
 
     @parameterized.expand(
         [
-            ("mixed_precision", {"mixed_precision": "bf16"}, {}, "`mixed_precision`: `bf16`, not `no`"),
-            ("arguments_mixed_precision", {}, {"bf16": True}, "`mixed_precision`: `no`, not `bf16`"),
-            ("dynamo", {"dynamo_backend": "eager"}, {}, "`dynamo_plugin`"),
+            ("failed_accelerator", "auto"),
+            ("failed_accelerator", "preserve"),
+            ("bare_accelerator_state", "auto"),
+            ("bare_accelerator_state", "preserve"),
         ]
     )
-    def test_trainer_resets_a_state_that_differs_from_its_accelerator(self, _, state_kwargs, args_kwargs, named):
-        accelerator = Accelerator(cpu=True, **state_kwargs)
+    def test_state_left_incomplete_is_set_up_again(self, maker, existing_state):
+        # fp8 without its backend, or an `AcceleratorState()` of its own, raises after storing part of the state
+        with self.assertRaises(ValueError):
+            Accelerator(cpu=True, mixed_precision="fp8") if maker == "failed_accelerator" else AcceleratorState()
+        with capture_logs() as cl:
+            self.make_args(accelerator_config={"existing_state": existing_state})
+        self.assertEqual(Accelerator(cpu=True).mixed_precision, "no")  # the retry
+        self.assertEqual(state_lines(cl), [])
+
+    @parameterized.expand(
+        [
+            (
+                "mixed_precision",
+                {"mixed_precision": "bf16"},
+                {},
+                "its `mixed_precision` is `bf16`, this `Trainer`'s `no`",
+            ),
+            (
+                "arguments_mixed_precision",
+                {},
+                {"bf16": True},
+                "its `mixed_precision` is `no`, this `Trainer`'s `bf16`",
+            ),
+            (
+                "dynamo",
+                {"dynamo_backend": "eager"},
+                {},
+                "its `dynamo_plugin` is `TorchDynamoPlugin(backend=<DynamoBackend.EAGER",
+            ),
+        ]
+    )
+    def test_trainer_resets_a_kept_state_that_differs_from_its_accelerator(self, _, state_kwargs, args_kwargs, named):
+        Accelerator(cpu=True, **state_kwargs)
         with capture_logs() as cl:
             trainer = self.make_trainer(**args_kwargs)
         (line,) = state_lines(cl)
@@ -118,7 +151,35 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertIn(named, line)
         trainer.train()
         self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if args_kwargs else "no")
-        self.assertEqual(accelerator.state.dynamo_plugin.backend.value, "NO")  # every `Accelerator` shares it
+        self.assertEqual(trainer.accelerator.state.dynamo_plugin.backend.value, "NO")
+
+    def test_trainer_sets_the_devices_up_again_after_a_reset(self):
+        # the reset state goes with its `PartialState`: the `Trainer`'s `Accelerator` gets the devices of the arguments
+        # (`use_cpu`), not the device it would find itself, here an accelerator's stand-in
+        Accelerator(cpu=True)
+        args = self.make_args(bf16=True, max_steps=2)
+        with patch.object(
+            PartialState, "default_device", new_callable=PropertyMock, return_value=torch.device("meta")
+        ):
+            trainer = Trainer(
+                RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset()
+            )
+        self.assertEqual(trainer.accelerator.device.type, "cpu")
+        self.assertEqual(trainer.accelerator.mixed_precision, "bf16")
+
+    @parameterized.expand([("held", True), ("passed", False)])
+    def test_a_kept_state_with_a_plugin_is_reset_with_an_info_line(self, _, held):
+        # a plugin cannot be shown equal to another: the state is not reused, which is not a difference to warn of
+        if not held and "parallelism_config" not in TrainingArguments.__dataclass_fields__:
+            self.skipTest("these `TrainingArguments` take no `parallelism_config`")
+        Accelerator(cpu=True, parallelism_config=ParallelismConfig()) if held else Accelerator(cpu=True)
+        kwargs = {} if held else {"parallelism_config": ParallelismConfig()}
+        with LoggingLevel(logging.INFO), capture_logs() as cl:
+            trainer = self.make_trainer(**kwargs)
+        (line,) = state_lines(cl)
+        self.assertIn("with `parallelism_config`, it cannot be reused", line)
+        trainer.train()
+        self.assertEqual(trainer.state.global_step, 2)
 
     def test_trainer_keeps_a_state_equal_to_its_accelerator(self):
         accelerator = Accelerator(cpu=True, mixed_precision="bf16")
@@ -127,30 +188,61 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             trainer = self.make_trainer(bf16=True)
             trainer.train()
         self.assertEqual(state_lines(cl), [])
-        self.assertIs(trainer.accelerator.state.dynamo_plugin, plugin)  # the user's state, not an equal new one
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)  # the user's state, not an equal new one
         self.assertEqual(trainer.state.global_step, 2)
-        model = accelerator.prepare(RegressionPreTrainedModel(RegressionModelConfig()))
+        accelerator.prepare(RegressionPreTrainedModel(RegressionModelConfig()))
         self.assertEqual(accelerator.mixed_precision, "bf16")
-        self.assertIsNotNone(model)
 
     def test_a_kept_state_stays_its_accelerators(self):
         # What changes on purpose: after the arguments keep an `Accelerator`'s state, accelerate refuses another
-        # precision for it and `notebook_launcher` refuses to launch, as they do without transformers
+        # precision for it, ignores another dynamo backend, and `notebook_launcher` refuses to launch, as they do
+        # without transformers in between
         Accelerator(cpu=True)
         self.make_args()
         with self.assertRaisesRegex(ValueError, "already been initialized"):
             Accelerator(cpu=True, mixed_precision="bf16")
+        self.assertEqual(Accelerator(cpu=True, dynamo_backend="eager").state.dynamo_plugin.backend.value, "NO")
         with self.assertRaisesRegex(ValueError, "the `Accelerator` should only be initialized"):
             notebook_launcher(print, num_processes=2)
 
-    def test_state_of_a_previous_trainer_is_replaced_quietly(self):
-        # A notebook: a `Trainer` trains, the next cell builds the same arguments and then its own `Accelerator`
-        self.make_trainer().train()
+    @parameterized.expand([("trainer",), ("subclass_with_its_own_accelerator",)])
+    def test_state_of_a_previous_trainer_is_replaced_quietly(self, trainer_class):
+        # A notebook: a `Trainer` trains, the cell runs again with bf16, then the user builds an `Accelerator`; a
+        # subclass that builds its own `Accelerator` (without calling the base method) counts as a `Trainer`
+        class OwnAcceleratorTrainer(Trainer):
+            def create_accelerator_and_postprocess(self):
+                self.accelerator = Accelerator(cpu=True, mixed_precision=self.args.mixed_precision)
+                self.gather_function = self.accelerator.gather_for_metrics
+                self.is_deepspeed_enabled = self.is_fsdp_enabled = False
+
+        trainer_class = Trainer if trainer_class == "trainer" else OwnAcceleratorTrainer
         with capture_logs() as cl:
+            for bf16 in (False, True):
+                args = self.make_args(bf16=bf16, max_steps=2)
+                model = RegressionPreTrainedModel(RegressionModelConfig())
+                trainer = trainer_class(model, args, train_dataset=RegressionDataset())
+                trainer.train()
+                self.assertEqual(trainer.accelerator.mixed_precision, "bf16" if bf16 else "no")
             self.make_args()
             accelerator = Accelerator(cpu=True, mixed_precision="bf16", dynamo_backend="eager")
         self.assertEqual(accelerator.mixed_precision, "bf16")
         self.assertEqual(accelerator.state.dynamo_plugin.backend.value, "EAGER")
+        self.assertEqual(state_lines(cl), [])
+
+    @parameterized.expand([("mixed_precision", {"mixed_precision": "bf16"}), ("dynamo", {"dynamo_backend": "eager"})])
+    def test_accelerator_created_after_the_arguments_is_left_to_accelerate(self, _, accelerator_kwargs):
+        # the documented order (arguments, then `Accelerator`): a state the arguments did not see is not reset
+        args = self.make_args(max_steps=2)
+        accelerator = Accelerator(cpu=True, **accelerator_kwargs)
+        with capture_logs() as cl:
+            try:
+                Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+            except ValueError as error:  # 5.x passes its mixed precision, which accelerate refuses to change
+                self.assertIn("already been initialized", str(error))
+        self.assertEqual(accelerator.mixed_precision, accelerator_kwargs.get("mixed_precision", "no"))
+        self.assertEqual(
+            accelerator.state.dynamo_plugin.backend.value, "EAGER" if "dynamo_backend" in accelerator_kwargs else "NO"
+        )
         self.assertEqual(state_lines(cl), [])
 
     def test_notebook_reruns_with_other_settings(self):
@@ -169,13 +261,17 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
         self.assertEqual(state_lines(cl), [])
 
-    def test_preserve(self):
-        accelerator = Accelerator(cpu=True)
-        trainer = self.make_trainer(accelerator_config={"existing_state": "preserve"})
-        self.assertEqual(trainer.accelerator.state.device, accelerator.state.device)
-        with self.assertRaisesRegex(ValueError, "`mixed_precision`: `no`, not `bf16`"):
-            self.make_trainer(bf16=True, accelerator_config={"existing_state": "preserve"})
-        self.assertEqual(accelerator.mixed_precision, "no")
+    def test_preserve_keeps_a_state_as_it_is(self):
+        # even one whose `PartialState` differs from what the arguments set up (here accelerate's debug mode)
+        with patch.dict(os.environ, {"ACCELERATE_DEBUG_MODE": "true"}):
+            accelerator = Accelerator(cpu=True)
+        plugin = accelerator.state.dynamo_plugin
+        with capture_logs() as cl:
+            trainer = self.make_trainer(accelerator_config={"existing_state": "preserve"})
+        self.assertTrue(accelerator.state.debug)
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)
+        self.assertEqual(trainer.accelerator.mixed_precision, "no")
+        self.assertEqual(state_lines(cl), [])
 
     def test_preserve_without_a_state_sets_one_up(self):
         args = self.make_args(accelerator_config={"existing_state": "preserve"})
@@ -185,12 +281,14 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
     def test_use_configured_state_takes_a_state_as_it_is(self):
         with self.assertRaisesRegex(ValueError, "requires a pre-configured"):
             self.make_args(accelerator_config={"use_configured_state": True})
-        accelerator = Accelerator(cpu=True)
+        with patch.dict(os.environ, {"ACCELERATE_DEBUG_MODE": "true"}):
+            accelerator = Accelerator(cpu=True)
+        plugin = accelerator.state.dynamo_plugin
         with capture_logs() as cl:
-            trainer = self.make_trainer(accelerator_config={"use_configured_state": True})
+            self.make_trainer(accelerator_config={"use_configured_state": True})
         self.assertEqual(state_lines(cl), [])
-        self.assertTrue(hasattr(accelerator.state, "distributed_type"))
-        self.assertEqual(trainer.accelerator.device, accelerator.device)
+        self.assertTrue(accelerator.state.debug)
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)
 
     @parameterized.expand([("dict",), ("json_file",), ("command_line",)])
     def test_existing_state_is_validated(self, source):
@@ -223,8 +321,10 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(PartialState().num_processes, 1)
         self.assertEqual(state_lines(cl), [])
 
-    @unittest.skipUnless(hasattr(Trainer, "_build_accelerator_args"), "the `Trainer` builds its arguments inline")
     def test_trainer_compares_what_a_subclass_passes(self):
+        if not hasattr(Trainer, "_build_accelerator_args"):
+            self.skipTest("this `Trainer` builds its `Accelerator`'s arguments inline")
+
         class BF16Trainer(Trainer):
             def _build_accelerator_args(self, **kwargs):
                 return {**super()._build_accelerator_args(**kwargs), "mixed_precision": "bf16"}
@@ -234,7 +334,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         model = RegressionPreTrainedModel(RegressionModelConfig())
         with capture_logs() as cl:
             trainer = BF16Trainer(model, args, train_dataset=RegressionDataset())
-        self.assertIn("`mixed_precision`: `no`, not `bf16`", cl.out)
+        self.assertIn("its `mixed_precision` is `no`, this `Trainer`'s `bf16`", cl.out)
         self.assertEqual(trainer.accelerator.mixed_precision, "bf16")
 
     def test_gradient_state_is_shared_by_the_process(self):
@@ -245,12 +345,12 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(accelerator.gradient_state.num_steps, 1)
 
     @require_optuna
-    def test_hyperparameter_search(self):
-        # Each trial creates the `Trainer`'s `Accelerator` again: the state it created is equal and stays
+    def test_hyperparameter_search_keeps_an_equal_state(self):
+        # Each trial creates the `Trainer`'s `Accelerator` again, on the state the arguments kept
         def hp_space(trial):
             return {"learning_rate": trial.suggest_float("learning_rate", 1e-3, 1e-1, log=True)}
 
-        accelerator = Accelerator(cpu=True)
+        plugin = Accelerator(cpu=True).state.dynamo_plugin
         trainer = get_regression_trainer(
             output_dir=self.get_auto_remove_tmp_dir(),
             report_to="none",
@@ -261,7 +361,6 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         )
         with capture_logs() as cl:
             best = trainer.hyperparameter_search(backend="optuna", direction="minimize", hp_space=hp_space, n_trials=2)
-        self.assertIsNotNone(best.objective)
-        self.assertEqual(accelerator.distributed_type, DistributedType.NO)
-        self.assertEqual(state_lines(cl), [])
         self.assertTrue(torch.isfinite(torch.tensor(best.objective)))
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)
+        self.assertEqual(state_lines(cl), [])

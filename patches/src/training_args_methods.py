@@ -44,13 +44,15 @@ class TrainingArguments:
     """What the fix adds to `TrainingArguments`: a method, and statements in `_setup_devices`."""
 
     def _keep_accelerator_state(self, partial_state: dict, accelerator_state: dict) -> int | None:
-        """Puts back the state `_setup_devices` reset (#40376) if an `Accelerator` completed it and, under
-        `existing_state="auto"`, no `Trainer` created it and its `PartialState` is the one just built. Returns the
-        `id` of a state kept under `"auto"`: the `Trainer` resets it where its own settings differ."""
+        """Puts back the state `_setup_devices` reset (#40376) if an `Accelerator` completed it, no `Trainer` created
+        it and, under `existing_state="auto"`, its `PartialState` is the one just built. Returns the `id` of a state
+        kept under `"auto"`: the `Trainer` resets it where its own settings differ."""
         policy = getattr(self.accelerator_config, "existing_state", "auto")
         plugin = accelerator_state.get("dynamo_plugin")
         if policy == "reset" or "_mixed_precision" not in accelerator_state or plugin is None:
             return None  # no `Accelerator`'s state, or one a failed initialization left half-built
+        if plugin is _ACCELERATOR_STATES.get("trainer"):
+            return None  # a previous `Trainer`'s: replaced quietly, as before
         built, skip = PartialState._shared_state, {"_cpu"}  # `_cpu` only chose the device, which is compared
         if accelerator_state.get("fsdp_plugin") or accelerator_state.get("megatron_lm_plugin"):
             skip.add("distributed_type")  # which the `AcceleratorState` turned into its own; the `Trainer` resets it
@@ -58,8 +60,6 @@ class TrainingArguments:
         differences = [
             f"`{key}`: `{partial_state.get(key)}`, not `{built.get(key)}`" for key in keys if key not in skip
         ]
-        if policy == "auto" and plugin is _ACCELERATOR_STATES.get("trainer"):
-            return None  # a previous `Trainer`'s: replaced quietly, as before
         if policy == "auto" and differences:
             if self.distributed_state.is_main_process:  # once per launch
                 logger.warning(

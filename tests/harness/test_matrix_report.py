@@ -16,8 +16,8 @@ def test_report_counts_the_promise_and_names_what_broke_it(tmp_path, monkeypatch
     scenarios = all_scenarios()
     for policy, state, arguments in scenarios:
         record("scenario", policy=policy, state=state, arguments=arguments, device="cpu",
-               outcome=promised(policy, arguments, "cpu", PATCHED))  # fmt: skip
-    broken = next(s for s in scenarios if promised(s[0], s[2], "cpu", PATCHED) == "reset")
+               outcome=promised(policy, arguments, "cpu", PATCHED, maker=state))  # fmt: skip
+    broken = next(s for s in scenarios if promised(s[0], s[2], "cpu", PATCHED, maker=s[1]) == "reset")
     record("scenario", policy=broken[0], state=broken[1], arguments=broken[2], device="cpu", outcome="kept")
     record("suite", exitstatus=1, passed=245, failed=1, error=0, xfailed=0, xpassed=0, skipped=9)
 

@@ -1,15 +1,18 @@
 """A state that differs from what is set up: the arguments compare its `PartialState` (device, processes), the
-`Trainer` the rest with the `Accelerator` it creates. `auto` resets it with one line, `preserve` refuses it, `reset`
-discards it at the arguments, silently."""
+`Trainer` the rest with the `Accelerator` it creates. `auto` resets it with one line, `preserve` keeps it as it is
+(accelerate refuses another precision for it), `reset` discards it at the arguments, silently."""
 
 import unittest
 from unittest.mock import PropertyMock, patch
 
 import torch
 from accelerate import Accelerator, PartialState
+from accelerate.state import AcceleratorState
 from accelerate.utils import DynamoBackend, TorchDynamoPlugin, is_compiled_module
 from parameterized import parameterized
 from transformers import Trainer, TrainingArguments
+from transformers.testing_utils import LoggingLevel
+from transformers.utils import logging
 
 from tests.testing_utils import (
     PATCHED,
@@ -24,15 +27,20 @@ from tests.testing_utils import (
 
 # (name, Accelerator kwargs, TrainingArguments kwargs, what the line names); every state is a CPU one, on any host
 CONFLICTS = [
-    ("state_bf16_args_no", {"mixed_precision": "bf16"}, {}, "`mixed_precision`: `bf16`, not `no`"),
-    ("state_no_args_bf16", {"mixed_precision": "no"}, {"bf16": True}, "`mixed_precision`: `no`, not `bf16`"),
-    ("state_compiles", {"dynamo_backend": "eager"}, {}, "`dynamo_plugin`"),
-    ("args_compile", {}, {"torch_compile_backend": "eager"}, "`dynamo_plugin`"),
+    ("state_bf16_args_no", {"mixed_precision": "bf16"}, {}, "its `mixed_precision` is `bf16`, this `Trainer`'s `no`"),
+    (
+        "state_no_args_bf16",
+        {"mixed_precision": "no"},
+        {"bf16": True},
+        "its `mixed_precision` is `no`, this `Trainer`'s `bf16`",
+    ),
+    ("state_compiles", {"dynamo_backend": "eager"}, {}, "its `dynamo_plugin` is `TorchDynamoPlugin("),
+    ("args_compile", {}, {"torch_compile_backend": "eager"}, "its `dynamo_plugin` is `TorchDynamoPlugin("),
     (
         "other_mode",
         {"dynamo_plugin": TorchDynamoPlugin(backend="eager", mode="reduce-overhead")},
         {"torch_compile_backend": "eager"},
-        "`dynamo_plugin`",
+        "its `dynamo_plugin` is `TorchDynamoPlugin(",
     ),
 ]
 
@@ -55,7 +63,7 @@ class ConflictTest(AccelerateStateTestCase):
 
     @parameterized.expand(CONFLICTS)
     def test_auto_resets_with_one_line_and_trains_as_asked(self, _, state_kwargs, args_kwargs, named):
-        accelerator = Accelerator(cpu=True, **state_kwargs)
+        plugin = Accelerator(cpu=True, **state_kwargs).state.dynamo_plugin
         with capture_training_args_logs() as logged:
             trainer = self.trainer(**args_kwargs)
         if PATCHED:
@@ -68,18 +76,17 @@ class ConflictTest(AccelerateStateTestCase):
         self.assertEqual(trainer.accelerator.mixed_precision, "bf16" if args_kwargs.get("bf16") else "no")
         expected = DynamoBackend(args_kwargs.get("torch_compile_backend", "no").upper())
         self.assertEqual(trainer.accelerator.state.dynamo_plugin.backend, expected)
-        self.assertIs(accelerator.state.dynamo_plugin, trainer.accelerator.state.dynamo_plugin)  # one shared state
+        self.assertIsNot(AcceleratorState._shared_state["dynamo_plugin"], plugin)  # a new state, not the user's
 
     @parameterized.expand(CONFLICTS)
     @bug_on_unpatched
-    def test_preserve_refuses_and_keeps_the_state(self, _, state_kwargs, args_kwargs, named):
-        accelerator = Accelerator(cpu=True, **state_kwargs)
-        plugin = accelerator.state.dynamo_plugin
-        with self.assertRaises(ValueError) as raised:
+    def test_preserve_keeps_the_state_as_it_is(self, _, state_kwargs, args_kwargs, named):
+        plugin = Accelerator(cpu=True, **state_kwargs).state.dynamo_plugin
+        try:
             self.trainer("preserve", **args_kwargs)
-        for word in (named, "existing_state='preserve'", "existing_state='auto'"):
-            self.assertIn(word, str(raised.exception))
-        self.assertIs(accelerator.state.dynamo_plugin, plugin)
+        except ValueError as error:  # accelerate's own refusal of another precision (5.x passes it)
+            self.assertIn("already been initialized", str(error))
+        self.assertIs(AcceleratorState._shared_state["dynamo_plugin"], plugin)
 
     @parameterized.expand(CONFLICTS)
     def test_reset_discards_it_silently_as_asked(self, _, state_kwargs, args_kwargs, named):
@@ -125,12 +132,12 @@ class ConflictTest(AccelerateStateTestCase):
             raise InterruptedError  # accelerate refuses a parallelism config on CPU processes: stop before
 
         args = make_training_args(self.output_dir, None, use_cpu=True, parallelism_config=ParallelismConfig())
-        with capture_training_args_logs() as logged, self.assertRaises(InterruptedError):
+        with LoggingLevel(logging.INFO), capture_training_args_logs() as logged, self.assertRaises(InterruptedError):
             with patch("transformers.trainer.Accelerator", accelerator_of_the_trainer):
                 Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())
         self.assertEqual(seen, [False])  # reset before its `Accelerator`, which would have ignored the config
         if PATCHED:
-            self.assertIn("`parallelism_config`", logged.out)
+            self.assertIn("with `parallelism_config`, it cannot be reused", logged.out)
 
 
 class DeviceConflictTest(AccelerateStateTestCase):

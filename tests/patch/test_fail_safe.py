@@ -1,8 +1,9 @@
-"""What the comparison cannot show equal resets the state as published, and only a state the user made is told.
+"""What the `Trainer` cannot show equal resets the state as published, with a line that says so, not that it differs.
 
-The arguments keep a state whose `PartialState` is the one they set up; the `Trainer` then keeps it only where its
-mixed precision and dynamo plugin are what its `Accelerator` asks for and it holds nothing else: a plugin a launch or
-a library set, a device mesh, a key of a future accelerate is a difference.
+The arguments keep an `Accelerator`'s state whose `PartialState` is the one they set up; the `Trainer` then keeps it
+only where its mixed precision and dynamo plugin are what its `Accelerator` asks for and neither holds a plugin
+(DeepSpeed, FSDP, Megatron-LM, tensor parallelism, a `ParallelismConfig`). Settings that follow from those (the TPU's
+`downcast_bfloat` from the mixed precision) are not differences.
 """
 
 import os
@@ -12,6 +13,8 @@ from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 from parameterized import parameterized
 from transformers import Trainer
+from transformers.testing_utils import LoggingLevel
+from transformers.utils import logging
 
 from tests.testing_utils import (
     PATCHED,
@@ -24,16 +27,13 @@ from tests.testing_utils import (
     regression_dataset,
 )
 
-# keys accelerate 1.15 sets on an `AcceleratorState` for DeepSpeed, FSDP, Megatron-LM, tensor and n-D parallelism,
-# and one it may set in a later release
-UNMODELLED = [
+# the keys accelerate 1.15 sets on an `AcceleratorState` for DeepSpeed, FSDP, Megatron-LM, tensor and n-D parallelism
+PLUGINS = [
     ("deepspeed_plugins", {"default": "a DeepSpeedPlugin"}),
     ("fsdp_plugin", "a FullyShardedDataParallelPlugin"),
     ("megatron_lm_plugin", "a MegatronLMPlugin"),
     ("torch_tp_plugin", "a TorchTensorParallelPlugin"),
-    ("device_mesh", "a DeviceMesh"),
-    ("ds_device_mesh", "a DeviceMesh"),
-    ("future_plugin", "anything"),
+    ("parallelism_config", "a ParallelismConfig"),
 ]
 
 
@@ -47,35 +47,33 @@ class FailSafeTest(AccelerateStateTestCase):
         args = make_training_args(self.output_dir, policy, use_cpu=True, max_steps=1, **kwargs)
         return Trainer(model=TinyRegression(), args=args, train_dataset=regression_dataset())
 
-    @parameterized.expand(UNMODELLED)
-    def test_a_setting_the_comparison_does_not_model_resets_with_one_line(self, key, value):
+    @parameterized.expand(PLUGINS)
+    def test_a_state_holding_a_plugin_is_reset_with_an_info_line(self, key, value):
         accelerator = self.accelerator_with(key, value)
-        with capture_training_args_logs() as logged:
+        with LoggingLevel(logging.INFO), capture_training_args_logs() as logged:
             trainer = self.trainer()
         self.assertIsNone(AcceleratorState._shared_state.get(key))  # a fresh state has none
         self.assertIs(accelerator.state.dynamo_plugin, trainer.accelerator.state.dynamo_plugin)
         if PATCHED:
-            (line,) = logged.out.splitlines()
-            self.assertIn(RESET_WARNING, line)
-            self.assertIn(f"`{key}`", line)
+            (line,) = [line for line in logged.out.splitlines() if RESET_WARNING in line]
+            self.assertIn(f"with `{key}`, it cannot be reused", line)
+            self.assertNotIn("differ", line)
         self.assertEqual(trainer.train().global_step, 1)
 
-    @parameterized.expand(UNMODELLED)
-    @bug_on_unpatched
-    def test_a_setting_the_comparison_does_not_model_is_named_by_preserve(self, key, value):
-        accelerator = self.accelerator_with(key, value)
-        with self.assertRaisesRegex(ValueError, f"`{key}`"):
-            self.trainer("preserve")
-        self.assertEqual(accelerator.state.__dict__[key], value)
-
     @parameterized.expand([("unset", None), ("set", "1")])
-    def test_tpu_bf16_downcast_is_a_difference(self, _, variable):
-        # on a TPU with bf16, accelerate sets `downcast_bfloat` (from ACCELERATE_DOWNCAST_BF16): not compared, reset
+    @bug_on_unpatched
+    def test_tpu_bf16_downcast_follows_the_mixed_precision(self, _, variable):
+        # on a TPU with bf16, accelerate sets `downcast_bfloat` (from ACCELERATE_DOWNCAST_BF16): an equal bf16 state
+        # is kept with it
         accelerator = self.accelerator_with("downcast_bfloat", bool(variable), mixed_precision="bf16")
+        plugin = accelerator.state.dynamo_plugin
         with patch.dict(os.environ, {"ACCELERATE_DOWNCAST_BF16": variable} if variable else {}):
-            trainer = self.trainer(bf16=True)
-        self.assertNotIn("downcast_bfloat", AcceleratorState._shared_state)
-        self.assertEqual(accelerator.mixed_precision, trainer.accelerator.mixed_precision)
+            with capture_training_args_logs() as logged:
+                trainer = self.trainer(bf16=True)
+        self.assertIs(AcceleratorState._shared_state.get("dynamo_plugin"), plugin)
+        self.assertEqual(AcceleratorState._shared_state.get("downcast_bfloat"), bool(variable))
+        self.assertEqual(trainer.accelerator.mixed_precision, "bf16")
+        self.assertEqual(logged.out, "")
 
     def test_a_previous_trainers_state_is_replaced_quietly(self):
         # a notebook: the first `Trainer` ran in fp32, the next arguments ask for bf16; the user created no

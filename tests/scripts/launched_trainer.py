@@ -18,7 +18,7 @@ from accelerate.utils import InitProcessGroupKwargs
 from fsdp_on_cpu import build_fsdp_on_cpu
 from launched_exit import exit_after_report
 from transformers import Trainer, TrainingArguments, set_seed
-from transformers.testing_utils import CaptureLogger
+from transformers.testing_utils import CaptureLogger, LoggingLevel
 from transformers.utils import logging
 
 from tests.testing_utils import TinyRegression, regression_dataset
@@ -34,7 +34,8 @@ if order == "accelerator_first":
     # a CPU-only host: gloo, named (else accelerate counts one process per rank and DeepSpeed's batch check fails)
     accelerator = Accelerator(kwargs_handlers=[InitProcessGroupKwargs(backend="gloo")])
     kind = accelerator.distributed_type.value
-with CaptureLogger(logging.get_logger("transformers")) as logged:  # the arguments' and the `Trainer`'s lines
+# the arguments' and the `Trainer`'s lines, INFO included (a state that holds a plugin is not reused: an INFO line)
+with LoggingLevel(logging.INFO), CaptureLogger(logging.get_logger("transformers")) as logged:
     args = TrainingArguments(
         output_dir=output_dir,
         report_to="none",
