@@ -82,6 +82,35 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertIs(accelerator.state.device, device)  # the very state, not an equal new one
         self.assertEqual(state_lines(cl), [])
 
+    def test_state_of_an_accelerator_that_found_the_cpu_is_kept(self):
+        # `Accelerator()` on a host whose only device is the CPU, then arguments that ask for it (`use_cpu=True`)
+        with patch.object(PartialState, "default_device", new_callable=PropertyMock, return_value=torch.device("cpu")):
+            accelerator = Accelerator()
+        device = accelerator.state.device
+        with capture_logs() as cl:
+            self.make_args()
+        self.assertIs(accelerator.state.device, device)
+        self.assertEqual(state_lines(cl), [])
+
+    @parameterized.expand([("fsdp_plugin", "FSDP"), ("megatron_lm_plugin", "MEGATRON_LM")])
+    def test_state_with_a_launched_plugin_is_kept_by_the_arguments_and_reset_by_the_trainer(self, key, kind):
+        # an FSDP or Megatron-LM `AcceleratorState` writes its distributed type into the `PartialState`, as under
+        # `accelerate launch --use_fsdp` does (set here by hand on one CPU process)
+        accelerator = Accelerator(cpu=True)
+        AcceleratorState._shared_state[key] = object()  # a stand-in plugin
+        AcceleratorState._shared_state["distributed_type"] = DistributedType(kind)
+        PartialState._shared_state["distributed_type"] = DistributedType(kind)
+        args = self.make_args(max_steps=2)
+        self.assertEqual(accelerator.state.distributed_type, DistributedType(kind))
+        with LoggingLevel(logging.INFO), capture_logs() as cl:
+            trainer = Trainer(
+                RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset()
+            )
+        (line,) = state_lines(cl)
+        self.assertIn(f"with `{key}`, it cannot be reused", line)
+        self.assertEqual(trainer.accelerator.distributed_type, DistributedType.NO)
+        self.assertEqual(trainer.train().global_step, 2)
+
     def test_state_of_another_partial_state_is_reset_with_one_line(self):
         # accelerate's debug mode is part of the `PartialState`; arguments built without it set up another one
         with patch.dict(os.environ, {"ACCELERATE_DEBUG_MODE": "true"}):

@@ -56,10 +56,8 @@ class TrainingArguments:
         built, skip = PartialState._shared_state, {"_cpu"}  # `_cpu` only chose the device, which is compared
         if accelerator_state.get("fsdp_plugin") or accelerator_state.get("megatron_lm_plugin"):
             skip.add("distributed_type")  # which the `AcceleratorState` turned into its own; the `Trainer` resets it
-        keys = sorted(key for key in partial_state.keys() | built.keys() if partial_state.get(key) != built.get(key))
-        differences = [
-            f"`{key}`: `{partial_state.get(key)}`, not `{built.get(key)}`" for key in keys if key not in skip
-        ]
+        keys = [key for key in sorted(built.keys() - skip) if partial_state.get(key) != built[key]]
+        differences = [f"`{key}`: `{partial_state.get(key)}`, not `{built[key]}`" for key in keys]
         if policy == "auto" and differences:
             if self.distributed_state.is_main_process:  # once per launch
                 logger.warning(

@@ -18,22 +18,31 @@ SCRIPT = "tests/trainer/distributed/scripts/accelerator_then_arguments.py"
 CONFIGS = "tests/trainer/distributed/accelerate_configs"
 # what tests the fix fails on the published release; the rest guard sequences the published release gets right
 FIXED = {
-    "test_existing_state_is_kept_0_accelerator",
-    "test_existing_state_is_kept_1_partial_state",
-    "test_state_of_another_partial_state_is_reset_with_one_line",
-    "test_trainer_keeps_a_state_equal_to_its_accelerator",
     "test_a_kept_state_stays_its_accelerators",
-    "test_trainer_compares_what_a_subclass_passes",
-    "test_fresh_init_2_after_a_failed_try",
-    "test_trainer_resets_a_state_that_differs_from_its_accelerator_0_mixed_precision",
-    "test_trainer_resets_a_state_that_differs_from_its_accelerator_1_arguments_mixed_precision",
-    "test_trainer_resets_a_state_that_differs_from_its_accelerator_2_dynamo",
-    "test_reset",
-    "test_preserve",
-    "test_preserve_without_a_state_sets_one_up",
+    "test_a_kept_state_with_a_plugin_is_reset_with_an_info_line_0_held",
+    "test_a_kept_state_with_a_plugin_is_reset_with_an_info_line_1_passed",
+    "test_existing_state_is_kept",
     "test_existing_state_is_validated_0_dict",
     "test_existing_state_is_validated_1_json_file",
     "test_existing_state_is_validated_2_command_line",
+    "test_fresh_init_2_after_a_failed_try",
+    "test_hyperparameter_search_keeps_an_equal_state",
+    "test_preserve_keeps_a_state_as_it_is",
+    "test_preserve_without_a_state_sets_one_up",
+    "test_reset",
+    "test_state_left_incomplete_is_set_up_again_0_failed_accelerator",
+    "test_state_left_incomplete_is_set_up_again_1_failed_accelerator",
+    "test_state_left_incomplete_is_set_up_again_2_bare_accelerator_state",
+    "test_state_left_incomplete_is_set_up_again_3_bare_accelerator_state",
+    "test_state_of_an_accelerator_that_found_the_cpu_is_kept",
+    "test_state_of_another_partial_state_is_reset_with_one_line",
+    "test_state_with_a_launched_plugin_is_kept_by_the_arguments_and_reset_by_the_trainer_0_fsdp_plugin",
+    "test_state_with_a_launched_plugin_is_kept_by_the_arguments_and_reset_by_the_trainer_1_megatron_lm_plugin",
+    "test_trainer_compares_what_a_subclass_passes",
+    "test_trainer_keeps_a_state_equal_to_its_accelerator",
+    "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_0_mixed_precision",
+    "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_1_arguments_mixed_precision",
+    "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_2_dynamo",
 }
 
 
@@ -70,7 +79,7 @@ def test_distributed_file_is_marked_for_several_accelerators(tmp_path):
 def test_the_launched_program_on_cpu_processes(tmp_path, config, num_processes):
     if config.startswith("deepspeed") and importlib.util.find_spec("deepspeed") is None:
         pytest.skip("needs deepspeed (tox's patched and unpatched envs build it)")
-    # a CPU-only host's `accelerate launch`: the PR's config files with CPU processes (gloo), one per process for
+    # a CPU-only host's `accelerate launch` of upstream's own config files (written for GPUs): CPU processes, one for
     # DeepSpeed (with several, a plain `Accelerator()` on CPU counts one process per rank: DeepSpeed's batch check
     # fails, published or patched)
     root = assemble(tmp_path / "tree")
@@ -78,18 +87,25 @@ def test_the_launched_program_on_cpu_processes(tmp_path, config, num_processes):
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(root / CONFIGS / f"{config}.yaml")]
     cmd += ["--num_processes", str(num_processes), "--main_process_port", str(free_ports()[0])]
     cmd += [str(SCRIPTS / "run_and_exit.py"), str(root / SCRIPT), "--output_dir", str(out), "--report_to", "none"]
-    cmd += ["--max_steps", "3"]
-    cmd += ["--save_strategy", "no", "--per_device_train_batch_size", "2", "--ddp_backend", "gloo"]
-    # `ACCELERATE_USE_CPU`: what a GPU host's plain `Accelerator()` finds by itself, one device per process
-    env = launch_env(PYTHONPATH=f"{root}:{launch_env()['PYTHONPATH']}", ACCELERATE_USE_CPU="true")
+    cmd += ["--max_steps", "3", "--save_strategy", "no", "--per_device_train_batch_size", "2"]
+    env = launch_env(PYTHONPATH=f"{root}:{launch_env()['PYTHONPATH']}")
+    if not config.startswith("deepspeed"):
+        # `ACCELERATE_USE_CPU`: what a GPU host's plain `Accelerator()` finds by itself, one device per process (gloo).
+        # Not for DeepSpeed: with it accelerate sets up MULTI_CPU, not DeepSpeed (whose CPU accelerator runs here);
+        # and its one process's state has no backend for the arguments' `gloo` to differ from
+        cmd += ["--ddp_backend", "gloo"]
+        env["ACCELERATE_USE_CPU"] = "true"
+    # from the repository's root: upstream's DeepSpeed configs name their json relative to it
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=root)
     assert result.returncode == 0, result.stderr[-3000:]
+    kind = {"ddp": "MULTI_CPU", "fsdp2": "FSDP"}.get(config, "DEEPSPEED")
     for rank in range(num_processes):
         report = json.loads((out / f"rank{rank}.json").read_text())
-        assert report["global_step"] == 3 and report["distributed_type"] in ("MULTI_CPU", "FSDP", "DEEPSPEED"), report
+        assert report["global_step"] == 3 and report["distributed_type"] == kind, report
         assert report["kept_by_arguments"] == PATCHED, report
-        if config == "ddp" or not PATCHED:
+        if config == "ddp" or not PATCHED or rank > 0:
             assert report["reset_lines"] == [], report
-        else:  # the `Trainer`'s plugin: said once, on every rank
+        else:  # the `Trainer`'s plugin cannot be reused: said once, by rank 0, at INFO
             (line,) = report["reset_lines"]
-            assert ("`fsdp_plugin`" if config == "fsdp2" else "a second DeepSpeed plugin") in line, line
+            assert ("`fsdp_plugin`" if config == "fsdp2" else "`deepspeed_plugins`") in line, line
+            assert "it cannot be reused" in line, line

@@ -13,21 +13,19 @@
 # limitations under the License.
 """#35702's program under `accelerate launch`: an `Accelerator`, then `HfArgumentParser(TrainingArguments)`, then a
 `Trainer`. Each rank writes `rank<N>.json` into the output dir: the state after the arguments, the `Trainer`'s
-state, its steps, and the reset lines it logged."""
+state, its steps, and the reset lines it logged (INFO included)."""
 
 import json
 import os
 
 import torch
 from accelerate import Accelerator
-
 from transformers import HfArgumentParser, LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
-from transformers.testing_utils import CaptureLogger
+from transformers.testing_utils import CaptureLogger, LoggingLevel
 from transformers.utils import logging
 
-
 accelerator = Accelerator()
-with CaptureLogger(logging.get_logger("transformers")) as cl:
+with LoggingLevel(logging.INFO), CaptureLogger(logging.get_logger("transformers")) as cl:
     (args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
     kept = hasattr(accelerator.state, "distributed_type")
     # a tiny model from its config: layers FSDP and DeepSpeed can shard, no download
@@ -42,7 +40,7 @@ report = {
     "kept_by_arguments": kept,
     "distributed_type": trainer.accelerator.state.distributed_type.value,
     "global_step": result.global_step,
-    "reset_lines": [line for line in cl.out.splitlines() if "Resetting the existing accelerator state" in line],
+    "reset_lines": [line for line in cl.out.splitlines() if "Resetting the" in line and "accelerator state" in line],
 }
 with open(os.path.join(args.output_dir, f"rank{args.process_index}.json"), "w", encoding="utf-8") as f:
     json.dump(report, f)
