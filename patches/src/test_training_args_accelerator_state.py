@@ -48,9 +48,6 @@ if is_accelerate_available():
     from accelerate.utils import DistributedType
 
 
-RESET_LINE = "Resetting the"
-
-
 def capture_logs():
     """What `TrainingArguments` and the `Trainer` log, together."""
     return CaptureLogger(logging.get_logger("transformers"))
@@ -112,15 +109,20 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(trainer.train().global_step, 2)
 
     def test_state_of_another_partial_state_is_reset_with_one_line(self):
-        # accelerate's debug mode is part of the `PartialState`; arguments built without it set up another one
-        with patch.dict(os.environ, {"ACCELERATE_DEBUG_MODE": "true"}):
+        # accelerate's debug mode and a fork's flag are part of the `PartialState`: arguments built without them set up
+        # another one
+        with patch.dict(os.environ, {"ACCELERATE_DEBUG_MODE": "true", "FORK_LAUNCHED": "1"}):
             accelerator = Accelerator(cpu=True)
         with capture_logs() as cl:
             self.make_args()
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
-        (line,) = state_lines(cl)
-        self.assertIn(RESET_LINE, line)
-        self.assertIn("`debug`: `True`, not `False`", line)
+        self.assertEqual(
+            state_lines(cl),
+            [
+                "Resetting the existing accelerator state, which differs from the one these `TrainingArguments` set "
+                "up: `debug`: `True`, not `False`; `fork_launched`: `True`, not `False`."
+            ],
+        )
 
     @require_torch_accelerator
     def test_accelerator_state_then_cpu_arguments(self):
@@ -169,6 +171,12 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
                 {},
                 "its `dynamo_plugin` is `TorchDynamoPlugin(backend=<DynamoBackend.EAGER",
             ),
+            (
+                "both",
+                {"mixed_precision": "bf16", "dynamo_backend": "eager"},
+                {},
+                "its `mixed_precision` is `bf16`, this `Trainer`'s `no`; its `dynamo_plugin` is `TorchDynamoPlugin(",
+            ),
         ]
     )
     def test_trainer_resets_a_kept_state_that_differs_from_its_accelerator(self, _, state_kwargs, args_kwargs, named):
@@ -176,8 +184,8 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         with capture_logs() as cl:
             trainer = self.make_trainer(**args_kwargs)
         (line,) = state_lines(cl)
-        self.assertIn(RESET_LINE, line)
-        self.assertIn(named, line)
+        self.assertTrue(line.startswith(f"Resetting the kept accelerator state: {named}"), line)
+        self.assertTrue(line.endswith("`."), line)
         trainer.train()
         self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if args_kwargs else "no")
         self.assertEqual(trainer.accelerator.state.dynamo_plugin.backend.value, "NO")
@@ -202,11 +210,15 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         if not held and "parallelism_config" not in TrainingArguments.__dataclass_fields__:
             self.skipTest("these `TrainingArguments` take no `parallelism_config`")
         Accelerator(cpu=True, parallelism_config=ParallelismConfig()) if held else Accelerator(cpu=True)
+        if held:  # and a tensor-parallel plugin beside it, as a stand-in
+            AcceleratorState._shared_state["torch_tp_plugin"] = object()
         kwargs = {} if held else {"parallelism_config": ParallelismConfig()}
         with LoggingLevel(logging.INFO), capture_logs() as cl:
             trainer = self.make_trainer(**kwargs)
-        (line,) = state_lines(cl)
-        self.assertIn("with `parallelism_config`, it cannot be reused", line)
+        plugins = "`torch_tp_plugin`, `parallelism_config`" if held else "`parallelism_config`"
+        self.assertEqual(
+            state_lines(cl), [f"Resetting the kept accelerator state: with {plugins}, it cannot be reused."]
+        )
         trainer.train()
         self.assertEqual(trainer.state.global_step, 2)
 
@@ -221,6 +233,8 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(trainer.state.global_step, 2)
         accelerator.prepare(RegressionPreTrainedModel(RegressionModelConfig()))
         self.assertEqual(accelerator.mixed_precision, "bf16")
+        self.make_args(bf16=True)  # the next cell's arguments: still the user's state, not one the `Trainer` made
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)
 
     def test_a_kept_state_stays_its_accelerators(self):
         # What changes on purpose: after the arguments keep an `Accelerator`'s state, accelerate refuses another

@@ -47,7 +47,7 @@ class TrainingArguments:
         """Puts back the state `_setup_devices` reset (#40376) if an `Accelerator` completed it, no `Trainer` created
         it and, under `existing_state="auto"`, its `PartialState` is the one just built. Returns the `id` of a state
         kept under `"auto"`: the `Trainer` resets it where its own settings differ."""
-        policy = getattr(self.accelerator_config, "existing_state", "auto")
+        policy = getattr(self.accelerator_config, "existing_state", "reset")
         plugin = accelerator_state.get("dynamo_plugin")
         if policy == "reset" or "_mixed_precision" not in accelerator_state or plugin is None:
             return None  # no `Accelerator`'s state, or one a failed initialization left half-built
@@ -95,8 +95,8 @@ class Trainer:
 
         from .training_args import _ACCELERATOR_STATES
 
-        state = AcceleratorState._shared_state
-        if _ACCELERATOR_STATES.get(getattr(self.args, "_kept_state", None), False) is not state.get("dynamo_plugin"):
+        state, kept = AcceleratorState._shared_state, _ACCELERATOR_STATES.get(getattr(self.args, "_kept_state", None))
+        if kept is None or kept is not state.get("dynamo_plugin"):
             return  # no state these arguments kept: accelerate checks one made since, as before
         # what `Accelerator(**accelerator_args)` takes from the environment where the `Trainer` passes nothing
         mixed_precision = accelerator_args.get("mixed_precision") or os.environ.get("ACCELERATE_MIXED_PRECISION", "no")

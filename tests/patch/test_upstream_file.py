@@ -43,6 +43,7 @@ FIXED = {
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_0_mixed_precision",
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_1_arguments_mixed_precision",
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_2_dynamo",
+    "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_3_both",
 }
 
 
