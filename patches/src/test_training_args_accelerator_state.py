@@ -42,6 +42,14 @@ if is_torch_available():
         get_regression_trainer,
     )
 
+    class OwnAcceleratorTrainer(Trainer):
+        # builds its own `Accelerator` without calling the base method, as some subclasses do
+        def create_accelerator_and_postprocess(self):
+            self.accelerator = Accelerator(cpu=True, mixed_precision=self.args.mixed_precision)
+            self.gather_function = self.accelerator.gather_for_metrics
+            self.is_deepspeed_enabled = self.is_fsdp_enabled = False
+
+
 if is_accelerate_available():
     from accelerate import Accelerator, ParallelismConfig, PartialState, notebook_launcher
     from accelerate.state import AcceleratorState
@@ -248,16 +256,26 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         with self.assertRaisesRegex(ValueError, "the `Accelerator` should only be initialized"):
             notebook_launcher(print, num_processes=2)
 
+    def test_a_later_accelerator_joins_the_kept_state_which_the_trainer_checks(self):
+        # the same `Accelerator` again after the arguments shares the kept state: the `Trainer` compares it with its
+        # own arguments, resets it and trains as they say (main: accelerate refused the `Trainer`'s precision)
+        Accelerator(cpu=True, mixed_precision="bf16")
+        args = self.make_args(max_steps=2)
+        Accelerator(cpu=True, mixed_precision="bf16")
+        with capture_logs() as cl:
+            trainer = Trainer(
+                RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset()
+            )
+        self.assertEqual(
+            state_lines(cl),
+            ["Resetting the kept accelerator state: its `mixed_precision` is `bf16`, this `Trainer`'s `no`."],
+        )
+        self.assertEqual(trainer.train().global_step, 2)
+
     @parameterized.expand([("trainer",), ("subclass_with_its_own_accelerator",)])
     def test_state_of_a_previous_trainer_is_replaced_quietly(self, trainer_class):
         # A notebook: a `Trainer` trains, the cell runs again with bf16, then the user builds an `Accelerator`; a
         # subclass that builds its own `Accelerator` (without calling the base method) counts as a `Trainer`
-        class OwnAcceleratorTrainer(Trainer):
-            def create_accelerator_and_postprocess(self):
-                self.accelerator = Accelerator(cpu=True, mixed_precision=self.args.mixed_precision)
-                self.gather_function = self.accelerator.gather_for_metrics
-                self.is_deepspeed_enabled = self.is_fsdp_enabled = False
-
         trainer_class = Trainer if trainer_class == "trainer" else OwnAcceleratorTrainer
         with capture_logs() as cl:
             for bf16 in (False, True):
@@ -287,6 +305,16 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             accelerator.state.dynamo_plugin.backend.value, "EAGER" if "dynamo_backend" in accelerator_kwargs else "NO"
         )
         self.assertEqual(state_lines(cl), [])
+
+    def test_a_subclass_with_its_own_accelerator_does_not_reuse_a_kept_state(self):
+        # its `Accelerator`'s arguments cannot be compared: it gets a state of its own, as on main
+        Accelerator(cpu=True, dynamo_backend="eager")
+        args = self.make_args(max_steps=2)
+        with LoggingLevel(logging.INFO), capture_logs() as cl:
+            trainer = OwnAcceleratorTrainer(RegressionPreTrainedModel(RegressionModelConfig()), args)
+        own = "`OwnAcceleratorTrainer.create_accelerator_and_postprocess`"
+        self.assertEqual(state_lines(cl), [f"Resetting the kept accelerator state: with {own}, it cannot be reused."])
+        self.assertEqual(trainer.accelerator.state.dynamo_plugin.backend.value, "NO")
 
     def test_notebook_reruns_with_other_settings(self):
         # a changed setting gets a fresh state, an unchanged one the state of the previous run

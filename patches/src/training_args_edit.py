@@ -129,12 +129,14 @@ def edit_trainer(text: str, version: str) -> str:
     states it creates."""
     code = inserted_code()["Trainer"]
     (before,) = code.pop("create_accelerator_and_postprocess")
-    (note,) = code.pop("__init__")
+    own, note = code.pop("__init__")
     text = _replace_once(text, "^" + re.escape(ACCELERATOR), before + ACCELERATOR, "the accelerator", version, TRAINER)
     calls = len(re.findall("^" + re.escape(CREATE), text, flags=re.MULTILINE))
     if calls != 2:
         raise EditError(f"transformers {version}: {TRAINER}: {calls} calls to create the accelerator, expected 2")
+    # `__init__`'s call comes first: a subclass's own `Accelerator` is checked there; both calls note the state
     text = re.sub("^" + re.escape(CREATE), lambda match: CREATE + note, text, flags=re.MULTILINE)
+    text = re.sub("^" + re.escape(CREATE), lambda match: own + CREATE, text, count=1, flags=re.MULTILINE)
     if "args.update(accelerator_config)" in text:  # accelerate < 0.28 gets the config's keys as its arguments
         popped = '        accelerator_config.pop("gradient_accumulation_kwargs")\n'
         key = '        accelerator_config.pop("existing_state")\n'

@@ -88,8 +88,9 @@ class TrainingArguments:
 class Trainer:
     """What the fix adds to the `Trainer`: a method, and the statements that call it and note the state it made."""
 
-    def _reset_unusable_accelerator_state(self, accelerator_args: dict) -> None:
-        """Resets the state the arguments kept (#40376) unless `Accelerator(**accelerator_args)` can use it as is."""
+    def _reset_unusable_accelerator_state(self, accelerator_args: dict | None) -> None:
+        """Resets the state the arguments kept (#40376) unless `Accelerator(**accelerator_args)` can use it as is
+        (`None`: the `Accelerator` a subclass builds itself, whose arguments are not known here)."""
         from accelerate.state import AcceleratorState
         from accelerate.utils import TorchDynamoPlugin
 
@@ -98,6 +99,7 @@ class Trainer:
         state, kept = AcceleratorState._shared_state, _ACCELERATOR_STATES.get(getattr(self.args, "_kept_state", None))
         if kept is None or kept is not state.get("dynamo_plugin"):
             return  # no state these arguments kept: accelerate checks one made since, as before
+        own, accelerator_args = accelerator_args is None, accelerator_args or {}
         # what `Accelerator(**accelerator_args)` takes from the environment where the `Trainer` passes nothing
         mixed_precision = accelerator_args.get("mixed_precision") or os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
         compared = {
@@ -108,6 +110,8 @@ class Trainer:
         keys = ("deepspeed_plugins", "deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin", "torch_tp_plugin")
         keys += ("parallelism_config", "dynamo_backend")
         plugins = [f"`{key}`" for key in keys if state.get(key) or accelerator_args.get(key)]
+        if own:
+            plugins.append(f"`{type(self).__name__}.create_accelerator_and_postprocess`")
         if not plugins and not shown:
             return
         reason = f"with {', '.join(plugins)}, it cannot be reused" if plugins else "; ".join(shown)
@@ -118,8 +122,11 @@ class Trainer:
         _ = self.args._setup_devices
 
     def __init__(self):
-        # after each call of `create_accelerator_and_postprocess` (in `__init__` and `_hp_search_setup`): a state a
-        # subclass's own `Accelerator` created counts as the `Trainer`'s too
+        # around the calls of `create_accelerator_and_postprocess`: the first group before the one in `__init__` only,
+        # the second after it and after the one in `_hp_search_setup` (a subclass's own `Accelerator` counts too)
+
+        if type(self).create_accelerator_and_postprocess is not Trainer.create_accelerator_and_postprocess:
+            self._reset_unusable_accelerator_state(None)
 
         self.args._note_trainer_state()
 

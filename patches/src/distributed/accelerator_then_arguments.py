@@ -20,9 +20,11 @@ import os
 
 import torch
 from accelerate import Accelerator
+
 from transformers import HfArgumentParser, LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
 from transformers.testing_utils import CaptureLogger, LoggingLevel
 from transformers.utils import logging
+
 
 accelerator = Accelerator()
 with LoggingLevel(logging.INFO), CaptureLogger(logging.get_logger("transformers")) as cl:

@@ -17,6 +17,7 @@ import json
 import os
 
 from parameterized import parameterized
+
 from transformers.testing_utils import (
     TestCasePlus,
     backend_device_count,
@@ -29,6 +30,7 @@ from transformers.testing_utils import (
 )
 
 from .test_trainer_distributed import CONFIGS_DIR, SCRIPTS_DIR
+
 
 SCRIPT = os.path.join(SCRIPTS_DIR, "accelerator_then_arguments.py")
 
