@@ -112,7 +112,7 @@ def test_a_fix_that_removes_an_upstream_line_is_not_minimal(tmp_path):
     text = fix.read_text()
     removing.write_text(
         text.replace(
-            "\n+                self._keep_existing_state(*existing_state)",
+            "\n+            self._kept_state = self._keep_accelerator_state(*existing_state)",
             "\n-        if False:",
             1,
         )
@@ -126,7 +126,7 @@ def test_every_pinned_series_adds_at_most_the_budget_to_training_args_and_traine
     assert all(0 < count <= check_patch.BUDGET for count in counts.values()), counts
     fix, tests = series(newest())
     padded = tmp_path / fix.name
-    hunk = "\n+    def _keep_existing_state"
+    hunk = "\n+    def _keep_accelerator_state"
     room = check_patch.BUDGET - counts[newest()]
     padded.write_text(fix.read_text().replace(hunk, "\n+" * (room + 1) + hunk, 1))
     assert check_patch.check([padded, tests]) == [
