@@ -6,15 +6,20 @@ Both interpreters run the same programs: in one process (harness/differential_wo
 (harness/launch_worker.py: `torchrun`, `accelerate launch` plain, with `--use_deepspeed` (ZeRO-2, ZeRO-3) and
 with `--use_fsdp` (FSDP2, bf16; FSDP1 needs a GPU's device lookups: tests/patch/test_multiprocess.py mocks them),
 2 CPU processes each, `notebook_launcher`, `debug_launcher` and a `multiprocessing` fork child), compared rank by
-rank. Every program whose observations differ is listed with its first differing step and a class: the fix
-itself, the one deliberate difference (a kept state is not reconfigured by a later `Accelerator` or launched over,
-see the patch's commit message), or a REGRESSION. Exit 1 when any regression is found.
+rank. Half the one-process programs are free; the others take, in turn, orders the fix treats apart: a state made
+after the arguments and then a `Trainer`, a half-built state (a failed `Accelerator(fp8)` or bare
+`AcceleratorState()`) before them, a later `Accelerator` that asks a kept state for another dynamo backend, and a
+kept state met by a `Trainer` subclass that builds its own `Accelerator` (which trains beside the `Trainer` in free
+programs too). Every program whose observations differ is listed with its first differing step and a class: the
+fix itself, the one deliberate difference (a kept state is not reconfigured by a later `Accelerator` or launched
+over, see the patch's commit message), or a REGRESSION. Exit 1 when any regression is found.
 """
 
 import argparse
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -28,10 +33,19 @@ WORKER = ROOT / "harness" / "differential_worker.py"
 LAUNCH_WORKER = ROOT / "harness" / "launch_worker.py"
 MAKERS = ["Accelerator()", "Accelerator(cpu)", "Accelerator(bf16)", "Accelerator(eager)", "PartialState()"]
 DYNAMO = "Accelerator(dynamo "  # a maker too: random `TorchDynamoPlugin` options (`dynamo_step`)
+# makers that raise after storing part of the state (no transformer_engine or MS-AMP here; no `Accelerator`)
+FAILING = ["Accelerator(fp8)", "AcceleratorState()"]
+# the makers that pass no `mixed_precision`: on an initialized state accelerate gives them its own
+NO_PRECISION = ["Accelerator()", "Accelerator(cpu)", "Accelerator(eager)"]
 ARGUMENTS = ["args()", "args(use_cpu)", "args(bf16)", "args(compile)", "args(configured)", "args(ddp_backend)"]
-OTHERS = ["train", "use first accelerator", "use first accelerator", "derive(bf16)", "policy(reset)"]
+TRAINS = ["train", "train(own accelerator)"]  # the second, a `Trainer` subclass that builds its own `Accelerator`
+OTHERS = [*TRAINS, "use first accelerator", "use first accelerator", "derive(bf16)", "policy(reset)"]
 # what accelerate says when a state was cleared under a live object: the bug of transformers #40376
 CLEARED = "This happens if `AcceleratorState._reset_state()` was called"
+# what it says to `AcceleratorState()` where no `Accelerator` completed the state: the same bug, for a bare read
+UNINITIALIZED = "ValueError: Please make sure to properly initialize your accelerator via `accelerator = "
+# what it says to an `Accelerator` that asks an initialized state for another mixed precision
+REFUSED = re.compile(r"ValueError: AcceleratorState has already been initialized .* `mixed_precision='(\w+)'`")
 
 
 LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "deepspeed3", "fsdp", "notebook", "debug", "fork")
@@ -50,7 +64,7 @@ LAUNCH_OTHERS = ["replace(use_cpu)", "train", "use first accelerator"]
 REFUSED_LAUNCH = "launch ValueError: To launch a multi-device training from your notebook, the `Accelerator`"
 
 
-def dynamo_step(rng: random.Random) -> str:
+def dynamo_step(rng: random.Random, backends=("eager", "eager", "eager", "no")) -> str:
     options = {
         "fullgraph": rng.choice(["True", "False"]),
         "dynamic": rng.choice(["True", "False"]),
@@ -59,25 +73,76 @@ def dynamo_step(rng: random.Random) -> str:
         "mode": rng.choice(["default", "reduce-overhead"]),
     }
     chosen = rng.sample(sorted(options), rng.randint(1, 3))
-    backend = rng.choice(["eager", "eager", "eager", "no"])
+    backend = rng.choice(backends)
     return DYNAMO + " ".join([backend, *(f"{key}={options[key]}" for key in chosen)]) + ")"
 
 
 def is_maker(step: str) -> bool:
-    return step in MAKERS or step.startswith(DYNAMO)
+    return step in MAKERS or step in FAILING or step.startswith(DYNAMO)
+
+
+def compiles(step: str) -> bool:
+    return step == "Accelerator(eager)" or (step.startswith(DYNAMO) and not step.startswith(DYNAMO + "no"))
+
+
+def free_steps(rng: random.Random, count: int) -> list[str]:
+    steps = []
+    for _ in range(count):
+        step = rng.choice(rng.choice([MAKERS, ["dynamo"], FAILING, ARGUMENTS, ARGUMENTS, OTHERS, OTHERS, OTHERS]))
+        steps.append(dynamo_step(rng) if step == "dynamo" else step)
+    return steps
+
+
+def a_maker(rng: random.Random, makers=(*MAKERS, "dynamo", "dynamo")) -> str:
+    step = rng.choice(makers)  # a compiling state is where kept settings could leak
+    return dynamo_step(rng) if step == "dynamo" else step
+
+
+def common_arguments(rng: random.Random) -> str:
+    return rng.choice(["args()", "args(use_cpu)", rng.choice(ARGUMENTS)])  # the first two keep most states here
+
+
+def shaped(shape: str, turn: int, rng: random.Random) -> list[str]:
+    """The `turn`th program of an order the fix treats apart, and a few free steps after it."""
+    if shape == "made after":  # a maker after the arguments, then a `Trainer`: a state made there is accelerate's
+        # every combination in turn: the maker, what came before the arguments, the `Trainer`
+        later = a_maker(rng, [("Accelerator(bf16)", "Accelerator(eager)", "Accelerator(bf16)", "dynamo")[turn % 4]])
+        # none, or a state made before them too, and kept: the later maker joins it, alike in both releases
+        kind = ("none", "same", "none", "other")[turn // 4 % 4]
+        before = [] if kind == "none" else [later] if kind == "same" else [a_maker(rng)]
+        steps = [*before, common_arguments(rng), later, TRAINS[turn // 16 % 2]]
+    elif shape == "failed":  # a half-built state before the arguments: never kept
+        steps = [rng.choice(FAILING)] + ([a_maker(rng)] if rng.random() < 0.3 else [])
+        steps += [common_arguments(rng), rng.choice([*TRAINS, "use first accelerator"])]
+    elif shape == "own accelerator":  # a kept state meets the subclass's `Accelerator`, not the `Trainer`'s checks
+        steps = [a_maker(rng), common_arguments(rng), "train(own accelerator)"]
+    else:  # "other dynamo": a later maker asks a kept state for another dynamo setting, which accelerate ignores
+        first = a_maker(rng, (*MAKERS[:4], "dynamo"))  # an `Accelerator`: not `PartialState()`
+        if compiles(first):
+            later = rng.choice(["Accelerator()", "Accelerator(cpu)", dynamo_step(rng, ("no", "aot_eager"))])
+        else:
+            later = rng.choice(["Accelerator(eager)", dynamo_step(rng, ("eager", "aot_eager"))])
+        steps = [first, common_arguments(rng), later, rng.choice([*TRAINS, "use first accelerator"])]
+    return steps + free_steps(rng, rng.randint(0, 2))
+
+
+# one program in two is free; the others take these shapes in turn, the first (`args()`, `Accelerator(bf16)` or
+# `Accelerator(eager)`, then a `Trainer`, and the same after a state made before them) twice as often
+SHAPES = [
+    s for shape in ("made after", "failed", "other dynamo", "made after", "own accelerator") for s in ("free", shape)
+]
 
 
 def programs(count: int, seed: int) -> list[list[str]]:
     rng = random.Random(seed)
-    made = []
-    for _ in range(count):
-        first = rng.choice([*MAKERS, "dynamo", "dynamo"])  # a compiling state is where kept settings could leak
-        steps = [dynamo_step(rng) if first == "dynamo" else first]
-        for _ in range(rng.randint(2, 6)):
-            pool = rng.choice([MAKERS, ["dynamo"], ARGUMENTS, ARGUMENTS, OTHERS, OTHERS, OTHERS])
-            step = rng.choice(pool)
-            steps.append(dynamo_step(rng) if step == "dynamo" else step)
-        made.append(steps)
+    made, turns = [], dict.fromkeys(SHAPES, 0)
+    for number in range(count):
+        shape = SHAPES[number % len(SHAPES)]
+        if shape == "free":
+            made.append([a_maker(rng), *free_steps(rng, rng.randint(2, 6))])
+        else:
+            made.append(shaped(shape, turns[shape], rng))
+            turns[shape] += 1
     return made
 
 
@@ -110,19 +175,63 @@ def is_fix(mine: str, theirs: str) -> bool:
     return CLEARED in theirs and CLEARED not in mine
 
 
+def met_kept_state(program: list[str], step: int, patched: dict, published: dict) -> str:
+    """What a maker found in a state only the patched release kept (the published one had discarded it):
+    "joined", "refused", "read" (a bare `AcceleratorState()` the published release refused) or ""."""
+    before = patched.get("before", [None] * (step + 1))[step]  # `describe` of the state an `Accelerator` completed
+    if not (is_maker(program[step]) and before and patched["existing"][step] and not published["existing"][step]):
+        return ""
+    mine, theirs = patched["observed"][step], published["observed"][step]
+    refused = REFUSED.match(mine)
+    if refused:  # accelerate refuses an initialized state another mixed precision; any other refusal is not that
+        return "refused" if refused.group(1) != before.split("/")[1] else ""
+    if mine != "ok: " + before:  # the maker reports the kept state exactly, or it did not join it
+        return ""
+    if program[step] == "AcceleratorState()" and theirs.startswith(UNINITIALIZED):
+        return "read"
+    if not theirs.startswith("ok: "):
+        return ""
+    # the published maker made a fresh state of its own: the two may differ only where accelerate gives a maker
+    # the initialized state's setting, the dynamo plugin always (ignored), the mixed precision where it asks none
+    fields = ("distributed type", "mixed precision", "device", "dynamo")
+    differing = {f for f, a, b in zip(fields, before.split("/", 3), theirs[4:].split("/", 3), strict=True) if a != b}
+    asks_precision = program[step] not in NO_PRECISION and not program[step].startswith(DYNAMO)
+    return "joined" if differing <= ({"dynamo"} if asks_precision else {"dynamo", "mixed precision"}) else ""
+
+
 def classify(program: list[str], step: int, patched: dict, published: dict) -> str:
     mine, theirs = patched["observed"][step], published["observed"][step]
     if is_fix(mine, theirs):
         return "fix"
-    if is_maker(program[step]) and patched["existing"][step] and not published["existing"][step]:
-        # the published release had discarded the state: a later Accelerator now shares it (or is refused a
-        # change), as accelerate does without transformers in between; see the patch's commit message
+    met = met_kept_state(program, step, patched, published)
+    if met == "read":
+        return "fix"  # the state the user's `Accelerator` completed is there to read, not discarded (#40376)
+    if met:
+        # a later `Accelerator` shares the kept state, whose dynamo plugin (and mixed precision, where it asks none)
+        # it takes, or is refused another mixed precision, as accelerate does without transformers in between; see
+        # the patch's commit message
         return "deliberate"
     arguments = [i for i in range(step) if program[i] in ARGUMENTS or program[i] == "derive(bf16)"]
     kept_only_here = any(patched["kept"][i] and not published["kept"][i] for i in arguments)
     if program[step] == "train" and arguments and program[arguments[-1]] == "args(configured)" and kept_only_here:
         return "fix"  # `use_configured_state` uses the user's state, which the published release had discarded
+    if program[step] in TRAINS and arguments and trains_as_asked(mine, program[arguments[-1]], program[step]):
+        joined = [i for i in range(arguments[-1] + 1, step) if is_maker(program[i]) and patched["existing"][i]]
+        if any(not published["existing"][i] for i in joined):
+            # a later `Accelerator` joined the kept state (deliberate, above): the `Trainer` then checks that state
+            # against its own arguments and trains as they say, where the published one joined the later state
+            return "deliberate"
     return "REGRESSION"
+
+
+def trains_as_asked(observed: str, arguments: str, train: str) -> bool:
+    """The `Trainer` trained with the mixed precision and the compile backend its arguments ask for (a subclass's
+    own `Accelerator` is given the precision only, so it may not compile where they ask for it)."""
+    precision = "bf16" if arguments == "args(bf16)" else "no"
+    backend = "NO"
+    if arguments == "args(compile)":
+        backend = "EAGER" if train == "train" else "(NO|EAGER)"
+    return re.fullmatch(rf"ok: \d+ steps/{precision}/compile {backend}", observed) is not None
 
 
 def compare(batch, patched_runs, published_runs) -> list[dict]:

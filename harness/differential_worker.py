@@ -28,6 +28,10 @@ MAKERS = {
     "Accelerator(bf16)": lambda: Accelerator(cpu=True, mixed_precision="bf16"),
     "Accelerator(eager)": lambda: Accelerator(cpu=True, dynamo_backend="eager"),
     "PartialState()": lambda: PartialState(),
+    # both raise ValueError on this host (no transformer_engine or MS-AMP; no `Accelerator`) after storing part of the
+    # state: a half-built state the arguments must not keep
+    "Accelerator(fp8)": lambda: Accelerator(cpu=True, mixed_precision="fp8"),
+    "AcceleratorState()": lambda: AcceleratorState(),
 }
 # "Accelerator(dynamo eager fullgraph=True mode=default ...)": a `TorchDynamoPlugin` with those options
 DYNAMO = "Accelerator(dynamo "
@@ -64,10 +68,34 @@ class Regression(torch.nn.Module):
 DATA = [{"input_x": torch.tensor([float(i)]), "labels": torch.tensor([2.0 * i + 3])} for i in range(8)]
 
 
-def describe(accelerator) -> str:
-    state = accelerator.state
+class OwnAcceleratorTrainer(Trainer):
+    """A subclass that builds its own `Accelerator`, without `super().create_accelerator_and_postprocess()`: what
+    the 5.24 `Trainer` needs of that method, and nothing of the fix's reconciliation."""
+
+    def create_accelerator_and_postprocess(self):
+        self.accelerator = Accelerator(cpu=True, mixed_precision=self.args.mixed_precision)
+        self.gather_function = self.accelerator.gather_for_metrics
+        self.is_deepspeed_enabled = False
+        self.is_fsdp_enabled = False
+
+
+def describe(state) -> str:
+    """An `AcceleratorState` (an `Accelerator`'s `state`): what an `Accelerator` reports of it."""
     compile_settings = ",".join(f"{key}={value}" for key, value in sorted(state.dynamo_plugin.to_dict().items()))
-    return f"{state.distributed_type.value}/{accelerator.mixed_precision}/{accelerator.device.type}/{compile_settings}"
+    return f"{state.distributed_type.value}/{state.mixed_precision}/{state.device.type}/{compile_settings}"
+
+
+def complete_state() -> str | None:
+    """`describe` of the shared `AcceleratorState` if an `Accelerator` completed it (None for none or a half-built
+    one), read without `AcceleratorState()`, which could change it."""
+    shared = AcceleratorState._shared_state
+    if "_mixed_precision" not in shared or shared.get("dynamo_plugin") is None:
+        return None
+    if not isinstance(shared.get("device"), torch.device):
+        return None  # joined to a `PartialState` that failed (e.g. gloo without a process group): no device
+    state = object.__new__(AcceleratorState)
+    state.__dict__ = shared  # what `AcceleratorState.__init__` does first
+    return describe(state)
 
 
 def run_step(step, scope, output_dir):
@@ -75,6 +103,8 @@ def run_step(step, scope, output_dir):
         made = dynamo_accelerator(step) if step.startswith(DYNAMO) else MAKERS[step]()
         if isinstance(made, Accelerator):
             scope["accelerators"].append(made)
+            return describe(made.state)
+        if isinstance(made, AcceleratorState):
             return describe(made)
         return made.distributed_type.value
     if step in ARGUMENTS:
@@ -94,8 +124,9 @@ def run_step(step, scope, output_dir):
     if step == "derive(bf16)":
         scope["args"] = dataclasses.replace(scope["args"], bf16=True, use_cpu=True)
         return str(scope["args"].device.type)
-    if step == "train":
-        trainer = Trainer(model=Regression(), args=scope["args"], train_dataset=DATA)
+    if step in ("train", "train(own accelerator)"):
+        trainer_class = Trainer if step == "train" else OwnAcceleratorTrainer
+        trainer = trainer_class(model=Regression(), args=scope["args"], train_dataset=DATA)
         steps = trainer.train().global_step
         compiled = trainer.accelerator.state.dynamo_plugin.backend.value
         return f"{steps} steps/{trainer.accelerator.mixed_precision}/compile {compiled}"
@@ -105,7 +136,7 @@ def run_step(step, scope, output_dir):
         model, optimizer = accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=0.1))
         accelerator.backward(model(**DATA[1])["loss"])
         optimizer.step()
-        return describe(accelerator)
+        return describe(accelerator.state)
     raise ValueError(f"unknown step {step!r}")
 
 
@@ -118,20 +149,21 @@ def reset():
 
 
 def run(program):
-    """Observations per step; per step too, whether an `AcceleratorState` existed before it, and whether a step
-    building arguments kept the state that existed."""
+    """Observations per step; per step too, whether an `AcceleratorState` existed before it (and `describe` of it
+    where an `Accelerator` had completed it), and whether a step building arguments kept the state that existed."""
     reset()
-    scope, observed, kept, existing = {"accelerators": [], "args": None}, [], [], []
+    scope, observed, kept, existing, before = {"accelerators": [], "args": None}, [], [], [], []
     with tempfile.TemporaryDirectory() as output_dir:
         for step in program:
             existing.append(bool(AcceleratorState._shared_state))
+            before.append(complete_state())
             # arguments never build an `AcceleratorState`; an equal but distinct `device` in the shared dict stays
             # there only if the state is kept (a key of its own would be one the patched release does not compare)
             device = PartialState._shared_state.get("device")
             watched = (step in ARGUMENTS or step == "derive(bf16)") and isinstance(device, torch.device)
             if watched:
                 canary = PartialState._shared_state["device"] = torch.device(str(device))
-            if (step in ("train", "derive(bf16)") and scope["args"] is None) or (
+            if (step in ("train", "train(own accelerator)", "derive(bf16)") and scope["args"] is None) or (
                 step == "use first accelerator" and not scope["accelerators"]
             ):
                 observed.append("skipped")
@@ -141,7 +173,7 @@ def run(program):
                 except Exception as error:  # every outcome is an observation
                     observed.append(f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
             kept.append(watched and PartialState._shared_state.get("device") is canary)
-    return {"observed": observed, "kept": kept, "existing": existing}
+    return {"observed": observed, "kept": kept, "existing": existing, "before": before}
 
 
 if __name__ == "__main__":

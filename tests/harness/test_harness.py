@@ -105,6 +105,21 @@ def test_differential_flags_a_silent_difference_as_a_regression():
     assert differential.compare([program], [published], [published]) == []
 
 
+def test_differential_names_a_trainer_after_a_later_accelerator_deliberate_only_where_it_trains_as_asked():
+    # the later `Accelerator` joined the state the arguments kept (published: made a fresh one, which the `Trainer`
+    # joined): the patched `Trainer` trains as its arguments say
+    program = ["Accelerator(eager)", "args(use_cpu)", "Accelerator(eager)", "train"]
+    steps = ["ok: NO/no/cpu/eager", "ok: cpu", "ok: NO/no/cpu/eager"]
+    patched = {"observed": [*steps, "ok: 1 steps/no/compile NO"], "existing": [False, True, True, True]}
+    published = {"observed": [*steps, "ok: 1 steps/no/compile EAGER"], "existing": [False, True, False, True]}
+    patched["kept"] = published["kept"] = [False] * 4
+    assert differential.compare([program], [patched], [published])[0]["kind"] == "deliberate"
+    patched["observed"][3] = "ok: 1 steps/bf16/compile NO"  # not what `args(use_cpu)` asks for
+    assert differential.compare([program], [patched], [published])[0]["kind"] == "REGRESSION"
+    patched["observed"][3], published["existing"][2] = "ok: 1 steps/no/compile NO", True  # no kept state joined
+    assert differential.compare([program], [patched], [published])[0]["kind"] == "REGRESSION"
+
+
 def test_a_fix_that_removes_an_upstream_line_is_not_minimal(tmp_path):
     fix, tests = series(newest())
     assert check_patch.check([fix, tests]) == []
