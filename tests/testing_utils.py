@@ -74,7 +74,7 @@ def make_training_args(output_dir, policy=None, **kwargs):
 
 
 # how each line of the patched release begins where it discards a state it did not create (`existing_state="auto"`)
-RESET_WARNING = "Resetting the "
+RESET_WARNING = "Resetting an earlier `Accelerator`'s state"
 
 
 require_xla = pytest.mark.skipif(not is_torch_xla_available(), reason="needs torch_xla (run `tox -e tpu`)")

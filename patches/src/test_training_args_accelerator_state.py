@@ -45,15 +45,15 @@ if is_torch_available():
     class OwnAcceleratorTrainer(Trainer):
         # builds its own `Accelerator` without calling the base method, as some subclasses do
         def create_accelerator_and_postprocess(self):
-            self.accelerator = Accelerator(cpu=True, mixed_precision=self.args.mixed_precision)
+            self.accelerator = Accelerator(cpu=True, mixed_precision="bf16" if self.args.bf16 else "no")
             self.gather_function = self.accelerator.gather_for_metrics
-            self.is_deepspeed_enabled = self.is_fsdp_enabled = False
+            self.is_deepspeed_enabled = self.is_fsdp_enabled = self.is_tp_enabled = False
 
 
 if is_accelerate_available():
     from accelerate import Accelerator, ParallelismConfig, PartialState, notebook_launcher
     from accelerate.state import AcceleratorState
-    from accelerate.utils import DistributedType
+    from accelerate.utils import DistributedType, TorchDynamoPlugin
 
 
 def capture_logs():
@@ -63,7 +63,7 @@ def capture_logs():
 
 def state_lines(captured):
     """The lines about the accelerator state, without what else a `Trainer` may say."""
-    return [line for line in captured.out.splitlines() if "accelerator state" in line]
+    return [line for line in captured.out.splitlines() if "Accelerator`'s state" in line]
 
 
 @require_torch
@@ -127,8 +127,8 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(
             state_lines(cl),
             [
-                "Resetting the existing accelerator state, which differs from the one these `TrainingArguments` set "
-                "up: `debug`: `True`, not `False`; `fork_launched`: `True`, not `False`."
+                "Resetting an earlier `Accelerator`'s state: its `debug` is `True`, these arguments' `False`; its "
+                "`fork_launched` is `True`, these arguments' `False`."
             ],
         )
 
@@ -137,7 +137,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         device = Accelerator().device
         with capture_logs() as cl:
             trainer = self.make_trainer()
-        self.assertIn(f"`device`: `{device}`, not `cpu`", cl.out)
+        self.assertIn(f"its `device` is `{device}`, these arguments' `cpu`", cl.out)
         self.assertEqual(len(state_lines(cl)), 1)
         trainer.train()
         self.assertEqual(trainer.accelerator.device.type, "cpu")
@@ -148,12 +148,18 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             ("failed_accelerator", "preserve"),
             ("bare_accelerator_state", "auto"),
             ("bare_accelerator_state", "preserve"),
+            ("bare_accelerator_state_with_a_plugin", "auto"),
         ]
     )
     def test_state_left_incomplete_is_set_up_again(self, maker, existing_state):
         # fp8 without its backend, or an `AcceleratorState()` of its own, raises after storing part of the state
+        makers = {
+            "failed_accelerator": lambda: Accelerator(cpu=True, mixed_precision="fp8"),
+            "bare_accelerator_state": AcceleratorState,
+            "bare_accelerator_state_with_a_plugin": lambda: AcceleratorState(dynamo_plugin=TorchDynamoPlugin()),
+        }
         with self.assertRaises(ValueError):
-            Accelerator(cpu=True, mixed_precision="fp8") if maker == "failed_accelerator" else AcceleratorState()
+            makers[maker]()
         with capture_logs() as cl:
             self.make_args(accelerator_config={"existing_state": existing_state})
         self.assertEqual(Accelerator(cpu=True).mixed_precision, "no")  # the retry
@@ -192,7 +198,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         with capture_logs() as cl:
             trainer = self.make_trainer(**args_kwargs)
         (line,) = state_lines(cl)
-        self.assertTrue(line.startswith(f"Resetting the kept accelerator state: {named}"), line)
+        self.assertTrue(line.startswith(f"Resetting an earlier `Accelerator`'s state: {named}"), line)
         self.assertTrue(line.endswith("`."), line)
         trainer.train()
         self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if args_kwargs else "no")
@@ -225,7 +231,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             trainer = self.make_trainer(**kwargs)
         plugins = "`torch_tp_plugin`, `parallelism_config`" if held else "`parallelism_config`"
         self.assertEqual(
-            state_lines(cl), [f"Resetting the kept accelerator state: with {plugins}, it cannot be reused."]
+            state_lines(cl), [f"Resetting an earlier `Accelerator`'s state: with {plugins}, it cannot be reused."]
         )
         trainer.train()
         self.assertEqual(trainer.state.global_step, 2)
@@ -268,7 +274,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             )
         self.assertEqual(
             state_lines(cl),
-            ["Resetting the kept accelerator state: its `mixed_precision` is `bf16`, this `Trainer`'s `no`."],
+            ["Resetting an earlier `Accelerator`'s state: its `mixed_precision` is `bf16`, this `Trainer`'s `no`."],
         )
         self.assertEqual(trainer.train().global_step, 2)
 
@@ -313,8 +319,22 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         with LoggingLevel(logging.INFO), capture_logs() as cl:
             trainer = OwnAcceleratorTrainer(RegressionPreTrainedModel(RegressionModelConfig()), args)
         own = "`OwnAcceleratorTrainer.create_accelerator_and_postprocess`"
-        self.assertEqual(state_lines(cl), [f"Resetting the kept accelerator state: with {own}, it cannot be reused."])
+        self.assertEqual(
+            state_lines(cl), [f"Resetting an earlier `Accelerator`'s state: with {own}, it cannot be reused."]
+        )
         self.assertEqual(trainer.accelerator.state.dynamo_plugin.backend.value, "NO")
+
+    def test_a_state_made_after_the_arguments_discarded_theirs_is_left_to_accelerate(self):
+        # the arguments kept a state, which later arguments reset; the user's next `Accelerator` made another
+        plugin = Accelerator(cpu=True).state.dynamo_plugin
+        args = self.make_args(max_steps=2)
+        self.make_args(accelerator_config={"existing_state": "reset"})
+        accelerator = Accelerator(cpu=True, dynamo_backend="eager")
+        with capture_logs() as cl:
+            Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        self.assertIsNot(AcceleratorState().dynamo_plugin, plugin)
+        self.assertEqual(accelerator.state.dynamo_plugin.backend.value, "EAGER")  # accelerate keeps it, as on main
+        self.assertEqual(state_lines(cl), [])
 
     def test_notebook_reruns_with_other_settings(self):
         # a changed setting gets a fresh state, an unchanged one the state of the previous run

@@ -39,7 +39,7 @@ HELPERS_AFTER = r"^ +return timedelta\(seconds=self\.ddp_timeout\)\n\n"
 IMPORTS_AFTER = r"^import warnings\n"
 MODULE_AFTER = r"^trainer_log_levels = dict\(\*\*log_levels, passive=-1\)\n"
 ACCELERATOR = "        self.accelerator = Accelerator(**args)\n"
-# in `Trainer.__init__` and `_hp_search_setup`
+# in `Trainer.__init__`, then in `_hp_search_setup`
 CREATE = "        self.create_accelerator_and_postprocess()\n"
 
 
@@ -124,19 +124,26 @@ def edit(text: str, version: str) -> str:
     return _insert_after(text, HELPERS_AFTER, helpers + "\n", "the helpers", version)
 
 
-def edit_trainer(text: str, version: str) -> str:
+# where `_setup_devices` caches the device: `functools.cached_property` under its name, transformers' own (up to
+# 4.55) under this one
+OWN_CACHE = '"__cached__setup_devices"'
+
+
+def edit_trainer(text: str, version: str, functools_cache: bool = True) -> str:
     """`trainer.py`: the `Trainer` resets a state its arguments kept where its own `Accelerator` differs, and notes the
     states it creates."""
     code = inserted_code()["Trainer"]
+    if not functools_cache:
+        method = code["_reset_unusable_accelerator_state"]
+        code["_reset_unusable_accelerator_state"] = method.replace('"_setup_devices", None', OWN_CACHE + ", None")
     (before,) = code.pop("create_accelerator_and_postprocess")
     own, note = code.pop("__init__")
     text = _replace_once(text, "^" + re.escape(ACCELERATOR), before + ACCELERATOR, "the accelerator", version, TRAINER)
     calls = len(re.findall("^" + re.escape(CREATE), text, flags=re.MULTILINE))
     if calls != 2:
         raise EditError(f"transformers {version}: {TRAINER}: {calls} calls to create the accelerator, expected 2")
-    # `__init__`'s call comes first: a subclass's own `Accelerator` is checked there; both calls note the state
-    text = re.sub("^" + re.escape(CREATE), lambda match: CREATE + note, text, flags=re.MULTILINE)
-    text = re.sub("^" + re.escape(CREATE), lambda match: own + CREATE, text, count=1, flags=re.MULTILINE)
+    # `__init__`'s call comes first (the other is `_hp_search_setup`'s)
+    text = re.sub("^" + re.escape(CREATE), lambda match: own + CREATE + note, text, count=1, flags=re.MULTILINE)
     if "args.update(accelerator_config)" in text:  # accelerate < 0.28 gets the config's keys as its arguments
         popped = '        accelerator_config.pop("gradient_accumulation_kwargs")\n'
         key = '        accelerator_config.pop("existing_state")\n'
@@ -150,5 +157,5 @@ def edit_all(files: dict[str, str], version: str) -> dict[str, str]:
     return {
         CONFIG: edit_config(files[CONFIG], version),
         TARGET: edit(files[TARGET], version),
-        TRAINER: edit_trainer(files[TRAINER], version),
+        TRAINER: edit_trainer(files[TRAINER], version, "from functools import cached_property" in files[TARGET]),
     }

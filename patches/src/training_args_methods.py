@@ -47,7 +47,7 @@ class TrainingArguments:
         """Puts back the state `_setup_devices` reset (#40376) if an `Accelerator` completed it, no `Trainer` created
         it and, under `existing_state="auto"`, its `PartialState` is the one just built. Returns the `id` of a state
         kept under `"auto"`: the `Trainer` resets it where its own settings differ."""
-        policy = getattr(self.accelerator_config, "existing_state", "reset")
+        policy = getattr(self.accelerator_config, "existing_state", "reset")  # no `AcceleratorConfig`: as before
         plugin = accelerator_state.get("dynamo_plugin")
         if policy == "reset" or "_mixed_precision" not in accelerator_state or plugin is None:
             return None  # no `Accelerator`'s state, or one a failed initialization left half-built
@@ -57,18 +57,17 @@ class TrainingArguments:
         if accelerator_state.get("fsdp_plugin") or accelerator_state.get("megatron_lm_plugin"):
             skip.add("distributed_type")  # which the `AcceleratorState` turned into its own; the `Trainer` resets it
         keys = [key for key in sorted(built.keys() - skip) if partial_state.get(key) != built[key]]
-        differences = [f"`{key}`: `{partial_state.get(key)}`, not `{built[key]}`" for key in keys]
+        differences = [f"its `{key}` is `{partial_state.get(key)}`, these arguments' `{built[key]}`" for key in keys]
         if policy == "auto" and differences:
             if self.distributed_state.is_main_process:  # once per launch
-                logger.warning(
-                    "Resetting the existing accelerator state, which differs from the one these `TrainingArguments` "
-                    f"set up: {'; '.join(differences)}."
-                )
+                logger.warning(f"Resetting an earlier `Accelerator`'s state: {'; '.join(differences)}.")
             return None
         built.update(partial_state)
         AcceleratorState._shared_state.update(accelerator_state)
+        if policy == "preserve":
+            return None
         _ACCELERATOR_STATES[id(plugin)] = plugin
-        return id(plugin) if policy == "auto" else None
+        return id(plugin)
 
     def _note_trainer_state(self) -> None:
         """Notes a state a `Trainer` with these arguments created: the next arguments replace it, as before."""
@@ -116,14 +115,15 @@ class Trainer:
             return
         reason = f"with {', '.join(plugins)}, it cannot be reused" if plugins else "; ".join(shown)
         if self.args.process_index == 0:  # once per launch; a plugin is never shown equal, so not said to differ
-            (logger.info if plugins else logger.warning)(f"Resetting the kept accelerator state: {reason}.")
+            logger.log(
+                logging.INFO if plugins else logging.WARNING, f"Resetting an earlier `Accelerator`'s state: {reason}."
+            )
         AcceleratorState._reset_state(reset_partial_state=True)
         self.args.__dict__.pop("_setup_devices", None)  # the devices set up again, as by new arguments
         _ = self.args._setup_devices
 
     def __init__(self):
-        # around the calls of `create_accelerator_and_postprocess`: the first group before the one in `__init__` only,
-        # the second after it and after the one in `_hp_search_setup` (a subclass's own `Accelerator` counts too)
+        # around the call of `create_accelerator_and_postprocess` in `__init__` (a subclass's own `Accelerator` counts)
 
         if type(self).create_accelerator_and_postprocess is not Trainer.create_accelerator_and_postprocess:
             self._reset_unusable_accelerator_state(None)

@@ -47,7 +47,7 @@ CONFLICTS = [
 
 def state_lines(logged):
     """The lines about an accelerator state (arguments that compile also say compiling is faster on GPUs)."""
-    return [line for line in logged.out.splitlines() if "accelerator state" in line]
+    return [line for line in logged.out.splitlines() if "Accelerator`'s state" in line]
 
 
 class GraphBreakRegression(TinyRegression):
@@ -153,7 +153,7 @@ class DeviceConflictTest(AccelerateStateTestCase):
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
         if PATCHED and policy == "auto":
             (line,) = logged.out.splitlines()
-            self.assertIn("`device`: `cpu`, not `cuda`", line)
+            self.assertIn("its `device` is `cpu`, these arguments' `cuda`", line)
         else:
             self.assertEqual(logged.out, "")
 

@@ -65,6 +65,9 @@ class FailSafeTest(AccelerateStateTestCase):
     def test_tpu_bf16_downcast_follows_the_mixed_precision(self, _, variable):
         # on a TPU with bf16, accelerate sets `downcast_bfloat` (from ACCELERATE_DOWNCAST_BF16): an equal bf16 state
         # is kept with it
+        if not hasattr(Trainer, "_build_accelerator_args"):
+            # 4.x passes no mixed precision, and accelerate refuses `downcast_bf16` then, but on a TPU's XLA state
+            self.skipTest("this stand-in state is not an XLA one: 4.x's Trainer cannot take it")
         accelerator = self.accelerator_with("downcast_bfloat", bool(variable), mixed_precision="bf16")
         plugin = accelerator.state.dynamo_plugin
         with patch.dict(os.environ, {"ACCELERATE_DOWNCAST_BF16": variable} if variable else {}):

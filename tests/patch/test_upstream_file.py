@@ -19,10 +19,11 @@ CONFIGS = "tests/trainer/distributed/accelerate_configs"
 # what tests the fix fails on the published release; the rest guard sequences the published release gets right
 FIXED = {
     "test_a_kept_state_stays_its_accelerators",
-    "test_a_later_accelerator_joins_the_kept_state_which_the_trainer_checks",
-    "test_a_subclass_with_its_own_accelerator_does_not_reuse_a_kept_state",
     "test_a_kept_state_with_a_plugin_is_reset_with_an_info_line_0_held",
     "test_a_kept_state_with_a_plugin_is_reset_with_an_info_line_1_passed",
+    "test_a_later_accelerator_joins_the_kept_state_which_the_trainer_checks",
+    "test_a_state_made_after_the_arguments_discarded_theirs_is_left_to_accelerate",
+    "test_a_subclass_with_its_own_accelerator_does_not_reuse_a_kept_state",
     "test_existing_state_is_kept",
     "test_existing_state_is_validated_0_dict",
     "test_existing_state_is_validated_1_json_file",
@@ -36,6 +37,7 @@ FIXED = {
     "test_state_left_incomplete_is_set_up_again_1_failed_accelerator",
     "test_state_left_incomplete_is_set_up_again_2_bare_accelerator_state",
     "test_state_left_incomplete_is_set_up_again_3_bare_accelerator_state",
+    "test_state_left_incomplete_is_set_up_again_4_bare_accelerator_state_with_a_plugin",
     "test_state_of_an_accelerator_that_found_the_cpu_is_kept",
     "test_state_of_another_partial_state_is_reset_with_one_line",
     "test_state_with_a_launched_plugin_is_kept_by_the_arguments_and_reset_by_the_trainer_0_fsdp_plugin",

@@ -60,6 +60,6 @@ with LoggingLevel(logging.INFO), CaptureLogger(logging.get_logger("transformers"
         )
     except Exception as error:  # the outcome is what is compared
         report["trained"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
-report["logged"] = [line for line in logged.out.splitlines() if "accelerator state" in line]
+report["logged"] = [line for line in logged.out.splitlines() if "Accelerator`'s state" in line]
 Path(output_dir, f"rank{report['rank']}.json").write_text(json.dumps(report))
 exit_after_report()

@@ -42,7 +42,7 @@ report = {
     "kept_by_arguments": kept,
     "distributed_type": trainer.accelerator.state.distributed_type.value,
     "global_step": result.global_step,
-    "reset_lines": [line for line in cl.out.splitlines() if "Resetting the" in line and "accelerator state" in line],
+    "reset_lines": [line for line in cl.out.splitlines() if "Resetting an earlier `Accelerator`'s state" in line],
 }
 with open(os.path.join(args.output_dir, f"rank{args.process_index}.json"), "w", encoding="utf-8") as f:
     json.dump(report, f)
