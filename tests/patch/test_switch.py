@@ -17,9 +17,9 @@ from tests.testing_utils import AccelerateStateTestCase, bug_on_unpatched
 
 class SwitchSourcesTest(AccelerateStateTestCase):
     def parse(self, *argv):
-        if typing.get_args(TrainingArguments.__dataclass_fields__["accelerator_config"].type)[0] is str:
-            # 4.x: once a `Trainer` has run in the process the field reads `Union[str, dict, None]`, and the release's
-            # `HfArgumentParser` then parses `--accelerator_config` as a dict, patched or not
+        if typing.get_args(typing.get_type_hints(TrainingArguments)["accelerator_config"])[:1] == (str,):
+            # 4.x: once a `Trainer` has run in the process, typing's cache gives the field's hint as
+            # `Union[str, dict, None]`, and the release's `HfArgumentParser` then parses it as a dict, patched or not
             self.skipTest("this release's HfArgumentParser takes accelerator_config for a dict in this process")
         (args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses(
             ["--output_dir", self.output_dir, "--report_to", "none", *argv]
