@@ -353,9 +353,10 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(state_lines(cl), [])
 
     def test_preserve_keeps_a_state_as_it_is(self):
-        # even one whose `PartialState` differs from what the arguments set up (here accelerate's debug mode)
+        # even one whose `PartialState` differs from what the arguments set up (here accelerate's debug mode), and
+        # whose `TorchDynamoPlugin` differs from the `Trainer`'s: the `Trainer` checks nothing
         with patch.dict(os.environ, {"ACCELERATE_DEBUG_MODE": "true"}):
-            accelerator = Accelerator(cpu=True)
+            accelerator = Accelerator(cpu=True, dynamo_backend="eager")
         plugin = accelerator.state.dynamo_plugin
         with capture_logs() as cl:
             trainer = self.make_trainer(accelerator_config={"existing_state": "preserve"})
