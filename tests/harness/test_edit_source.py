@@ -27,11 +27,14 @@ def pristine(version: str) -> dict[str, str]:
 
 def test_the_inserted_code_compiles_where_it_goes():
     code = EDIT.inserted_code()
+    compile("".join(code["module"].values()), "module", "exec")
     for cls in ("AcceleratorConfig", "TrainingArguments", "Trainer"):
         members = {name: text for name, text in code[cls].items() if isinstance(text, str)}
         compile(f"class {cls}:\n" + "\n".join(members.values()), cls, "exec")
-    read, set_aside, keep = code["TrainingArguments"]["_setup_devices"]
-    compile("def _setup_devices(self):\n" + read + set_aside + keep, "_setup_devices", "exec")
+    set_aside, keep = code["TrainingArguments"]["_setup_devices"]
+    compile("def _setup_devices(self):\n" + set_aside + keep, "_setup_devices", "exec")
+    own, note = code["Trainer"]["__init__"]
+    compile("def __init__(self):\n" + own + note, "__init__", "exec")
     assert "noqa" not in EDIT.edit_trainer(pristine(committed_series()[-1])[EDIT.TRAINER], "newest")
 
 
