@@ -85,6 +85,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             self.make_args()
         self.assertEqual(accelerator.state.distributed_type, DistributedType.NO)
         self.assertIs(accelerator.state.device, device)  # the very state, not an equal new one
+        self.assertIs(PartialState().device, device)
         self.assertEqual(state_lines(cl), [])
 
     def test_state_of_an_accelerator_that_found_the_cpu_is_kept(self):
@@ -99,8 +100,8 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
 
     @parameterized.expand([("fsdp_plugin", "FSDP"), ("megatron_lm_plugin", "MEGATRON_LM")])
     def test_state_with_a_launched_plugin_is_kept_by_the_arguments_and_reset_by_the_trainer(self, key, kind):
-        # an FSDP or Megatron-LM `AcceleratorState` writes its distributed type into the `PartialState`, as under
-        # `accelerate launch --use_fsdp` does (set here by hand on one CPU process)
+        # an FSDP or Megatron-LM `AcceleratorState` writes its distributed type into the `PartialState`, as
+        # `accelerate launch --use_fsdp` makes it do (set here by hand on one CPU process)
         accelerator = Accelerator(cpu=True)
         AcceleratorState._shared_state[key] = object()  # a stand-in plugin
         AcceleratorState._shared_state["distributed_type"] = DistributedType(kind)
@@ -223,16 +224,14 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         # a plugin cannot be shown equal to another: the state is not reused, which is not a difference to warn of
         if not held and "parallelism_config" not in TrainingArguments.__dataclass_fields__:
             self.skipTest("these `TrainingArguments` take no `parallelism_config`")
-        Accelerator(cpu=True, parallelism_config=ParallelismConfig()) if held else Accelerator(cpu=True)
+        Accelerator(cpu=True, parallelism_config=ParallelismConfig() if held else None)
         if held:  # and a tensor-parallel plugin beside it, as a stand-in
             AcceleratorState._shared_state["torch_tp_plugin"] = object()
         kwargs = {} if held else {"parallelism_config": ParallelismConfig()}
-        with LoggingLevel(logging.INFO), capture_logs() as cl:
+        with LoggingLevel(logging.INFO if held else logging.WARNING), capture_logs() as cl:
             trainer = self.make_trainer(**kwargs)
-        plugins = "`torch_tp_plugin`, `parallelism_config`" if held else "`parallelism_config`"
-        self.assertEqual(
-            state_lines(cl), [f"Resetting an earlier `Accelerator`'s state: with {plugins}, it cannot be reused."]
-        )
+        line = "Resetting an earlier `Accelerator`'s state: with `torch_tp_plugin`, `parallelism_config`, it cannot be reused."
+        self.assertEqual(state_lines(cl), [line] if held else [])  # an INFO line, not a warning
         trainer.train()
         self.assertEqual(trainer.state.global_step, 2)
 
@@ -428,6 +427,37 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             trainer = BF16Trainer(model, args, train_dataset=RegressionDataset())
         self.assertIn("its `mixed_precision` is `no`, this `Trainer`'s `bf16`", cl.out)
         self.assertEqual(trainer.accelerator.mixed_precision, "bf16")
+
+    def test_trainer_set_up_again_keeps_what_was_changed_since(self):
+        # `args._n_gpu`, set after the arguments (one GPU of several, without `DataParallel`), survives the reset
+        Accelerator(cpu=True)
+        args = self.make_args(bf16=True, max_steps=2)
+        args._n_gpu = 1
+        Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        self.assertEqual(args.n_gpu, 1)
+
+    def test_trainer_compares_a_cpu_a_subclass_asks_for(self):
+        if not hasattr(Trainer, "_build_accelerator_args"):
+            self.skipTest("this `Trainer` builds its `Accelerator`'s arguments inline")
+
+        class CPUTrainer(Trainer):
+            def _build_accelerator_args(self, **kwargs):
+                return {**super()._build_accelerator_args(**kwargs), "cpu": True}
+
+        # a state on an accelerator (a stand-in device), then a `Trainer` that asks for the CPU: reset, not refused by
+        # accelerate; its `Accelerator` then takes the devices the arguments set up, as on main
+        with patch.object(
+            PartialState, "default_device", new_callable=PropertyMock, return_value=torch.device("meta")
+        ):
+            Accelerator()
+            args = TrainingArguments(self.get_auto_remove_tmp_dir(), report_to="none", max_steps=2)
+            with capture_logs() as cl:
+                trainer = CPUTrainer(RegressionPreTrainedModel(RegressionModelConfig()), args)
+        self.assertEqual(trainer.accelerator.device.type, "meta")  # the devices the arguments set up, as on main
+        self.assertEqual(
+            state_lines(cl),
+            ["Resetting an earlier `Accelerator`'s state: its `cpu` is `False`, this `Trainer`'s `True`."],
+        )
 
     def test_gradient_state_is_shared_by_the_process(self):
         # The `Trainer` accumulates gradients itself and sets accelerate's process-wide `GradientState` to 1 step:

@@ -146,7 +146,7 @@ def edit_trainer(text: str, version: str, functools_cache: bool = True) -> str:
     text = re.sub("^" + re.escape(CREATE), lambda match: own + CREATE + note, text, count=1, flags=re.MULTILINE)
     if "args.update(accelerator_config)" in text:  # accelerate < 0.28 gets the config's keys as its arguments
         popped = '        accelerator_config.pop("gradient_accumulation_kwargs")\n'
-        key = '        accelerator_config.pop("existing_state")\n'
+        key = '        accelerator_config.pop("existing_state", None)\n'
         text = _insert_after(text, "^" + re.escape(popped), key, "the config's keys", version, TRAINER)
     method = r"^(?=    def create_accelerator_and_postprocess\(self\))"
     return _insert_after(text, method, "\n".join(code.values()) + "\n", "the checks", version, TRAINER)

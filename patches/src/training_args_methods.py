@@ -104,23 +104,24 @@ class Trainer:
         compared = {
             "mixed_precision": (state["_mixed_precision"], mixed_precision),
             "dynamo_plugin": (state["dynamo_plugin"], accelerator_args.get("dynamo_plugin") or TorchDynamoPlugin()),
+            "cpu": (state["device"].type == "cpu", state["device"].type == "cpu" or bool(accelerator_args.get("cpu"))),
         }
         shown = [f"its `{k}` is `{a}`, this `Trainer`'s `{b}`" for k, (a, b) in compared.items() if a != b]
         keys = ("deepspeed_plugins", "deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin", "torch_tp_plugin")
-        keys += ("parallelism_config", "dynamo_backend")
-        plugins = [f"`{key}`" for key in keys if state.get(key) or accelerator_args.get(key)]
+        plugins = [f"`{key}`" for key in (*keys, "parallelism_config") if state.get(key) or accelerator_args.get(key)]
         if own:
             plugins.append(f"`{type(self).__name__}.create_accelerator_and_postprocess`")
         if not plugins and not shown:
             return
         reason = f"with {', '.join(plugins)}, it cannot be reused" if plugins else "; ".join(shown)
-        if self.args.process_index == 0:  # once per launch; a plugin is never shown equal, so not said to differ
-            logger.log(
-                logging.INFO if plugins else logging.WARNING, f"Resetting an earlier `Accelerator`'s state: {reason}."
-            )
+        if self.args.process_index == 0:  # once per launch
+            level = logging.INFO if plugins else logging.WARNING  # a plugin cannot be shown equal: not a difference
+            logger.log(level, f"Resetting an earlier `Accelerator`'s state: {reason}.")
         AcceleratorState._reset_state(reset_partial_state=True)
+        n_gpu = self.args._n_gpu  # which a user may have changed since
         self.args.__dict__.pop("_setup_devices", None)  # the devices set up again, as by new arguments
         _ = self.args._setup_devices
+        self.args._n_gpu = n_gpu
 
     def __init__(self):
         # around the call of `create_accelerator_and_postprocess` in `__init__` (a subclass's own `Accelerator` counts)

@@ -20,7 +20,6 @@ CONFIGS = "tests/trainer/distributed/accelerate_configs"
 FIXED = {
     "test_a_kept_state_stays_its_accelerators",
     "test_a_kept_state_with_a_plugin_is_reset_with_an_info_line_0_held",
-    "test_a_kept_state_with_a_plugin_is_reset_with_an_info_line_1_passed",
     "test_a_later_accelerator_joins_the_kept_state_which_the_trainer_checks",
     "test_a_state_made_after_the_arguments_discarded_theirs_is_left_to_accelerate",
     "test_a_subclass_with_its_own_accelerator_does_not_reuse_a_kept_state",
@@ -42,6 +41,7 @@ FIXED = {
     "test_state_of_another_partial_state_is_reset_with_one_line",
     "test_state_with_a_launched_plugin_is_kept_by_the_arguments_and_reset_by_the_trainer_0_fsdp_plugin",
     "test_state_with_a_launched_plugin_is_kept_by_the_arguments_and_reset_by_the_trainer_1_megatron_lm_plugin",
+    "test_trainer_compares_a_cpu_a_subclass_asks_for",
     "test_trainer_compares_what_a_subclass_passes",
     "test_trainer_keeps_a_state_equal_to_its_accelerator",
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_0_mixed_precision",
