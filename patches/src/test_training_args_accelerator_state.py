@@ -249,6 +249,14 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.make_args(bf16=True)  # the next cell's arguments: still the user's state, not one the `Trainer` made
         self.assertIs(AcceleratorState().dynamo_plugin, plugin)
 
+    def test_trainer_keeps_a_state_that_compiles_as_its_arguments_ask(self):
+        accelerator = Accelerator(cpu=True, dynamo_backend="eager")
+        plugin = accelerator.state.dynamo_plugin
+        with capture_logs() as cl:
+            self.make_trainer(torch_compile_backend="eager")
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)
+        self.assertEqual(state_lines(cl), [])
+
     def test_a_kept_state_stays_its_accelerators(self):
         # What changes on purpose: after the arguments keep an `Accelerator`'s state, accelerate refuses another
         # precision for it, ignores another dynamo backend, and `notebook_launcher` refuses to launch, as they do

@@ -44,6 +44,7 @@ FIXED = {
     "test_trainer_compares_a_cpu_a_subclass_asks_for",
     "test_trainer_compares_what_a_subclass_passes",
     "test_trainer_keeps_a_state_equal_to_its_accelerator",
+    "test_trainer_keeps_a_state_that_compiles_as_its_arguments_ask",
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_0_mixed_precision",
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_1_arguments_mixed_precision",
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_2_dynamo",
