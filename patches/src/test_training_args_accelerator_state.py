@@ -392,8 +392,11 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
     @parameterized.expand([("dict",), ("json_file",), ("command_line",)])
     def test_existing_state_is_validated(self, source):
         for config, message in [
-            ({"existing_state": "keep"}, "`existing_state` must be 'auto', 'preserve' or 'reset', not 'keep'"),
-            ({"existing_state": "reset", "use_configured_state": True}, "contradicts `existing_state='reset'`"),
+            ({"existing_state": "keep"}, r"^`existing_state` must be 'auto', 'preserve' or 'reset', not 'keep'\.$"),
+            (
+                {"existing_state": "reset", "use_configured_state": True},
+                r"^`use_configured_state=True` keeps the existing state: it contradicts `existing_state='reset'`\.$",
+            ),
         ]:
             if source == "json_file":
                 path = os.path.join(self.get_auto_remove_tmp_dir(), "accelerator_config.json")
