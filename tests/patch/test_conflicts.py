@@ -47,7 +47,7 @@ CONFLICTS = [
 
 def state_lines(logged):
     """The lines about an accelerator state (arguments that compile also say compiling is faster on GPUs)."""
-    return [line for line in logged.out.splitlines() if "Accelerator`'s state" in line]
+    return [line for line in logged.out.splitlines() if RESET_WARNING in line]
 
 
 class GraphBreakRegression(TinyRegression):
