@@ -31,6 +31,7 @@ from tpu_demo.data.segmenting import (
     CORRECTIONS,
     PARTS,
     REPORT,
+    SPOKEN_TOKENS_PER_SECOND,
     Piece,
     align_text,
     alignment_key,
@@ -50,6 +51,7 @@ from tpu_demo.data.segmenting import (
     report,
     segment_settings,
     settings_fingerprint,
+    text_tokens_for,
     with_margins,
     write_clip,
 )
@@ -488,6 +490,14 @@ def sized_for_training(config, state):
             f"clips of at most {config.recordings.max_clip_seconds} s, what max_audio_frames "
             f"{config.data.max_audio_frames} holds at {rate:.2f} frames a second ({codec}); max_clip_seconds is "
             f"{asked}"
+        )
+    seconds, tokens = config.recordings.max_clip_seconds, config.data.max_text_tokens
+    if tokens < seconds * SPOKEN_TOKENS_PER_SECOND and state.is_main_process:
+        say(
+            f"max_text_tokens {tokens} holds about {tokens / SPOKEN_TOKENS_PER_SECOND:.1f} s of speech "
+            f"({SPOKEN_TOKENS_PER_SECOND} Dia tokens a second), clips are up to {seconds} s: clips are joined only "
+            f"while their text fits, a piece whose text alone is longer is dropped; max_text_tokens: "
+            f"{text_tokens_for(seconds)} fits {seconds} s clips"
         )
     return config
 

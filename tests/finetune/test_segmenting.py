@@ -245,7 +245,13 @@ def test_clips_are_cut_to_what_training_keeps_of_them(tmp_path):
     # clips were packed to 15 s whatever max_audio_frames: a 10 s config dropped 28 of 33
     from tpu_demo.config.checks import settings as parsed
     from tpu_demo.config.load import load_raw
-    from tpu_demo.data.segmenting import clip_settings, codec_frame_rate
+    from tpu_demo.data.segmenting import SPOKEN_TOKENS_PER_SECOND, clip_settings, codec_frame_rate, text_tokens_for
+
+    # a YAML naming only its folders and recogniser is sized for Dia-1.6B, not the test model (24 frames: refused)
+    (tmp_path / "mine.yaml").write_text("recordings: in\ndataset: out\nsegment_asr_model: pocketsphinx\n")
+    defaults = parsed(load_raw(tmp_path / "mine.yaml", []))
+    assert (defaults.data.max_audio_frames, defaults.data.max_text_tokens) == (1720, 512)
+    assert clip_settings(defaults).max_clip_seconds == 15.0
 
     def limit(*overrides):
         return clip_settings(parsed(load_raw(CONFIG, ["recordings=in", "dataset=out", *overrides])))
@@ -259,10 +265,13 @@ def test_clips_are_cut_to_what_training_keeps_of_them(tmp_path):
     # `codec: tiny` (the demo's random codec, 125 frames a second) was taken for Dia's DAC: 15 s clips of 1875 frames
     assert codec_frame_rate("tiny") == (125.0, "tiny: 16000 Hz, hop 128")
     assert limit("codec=tiny", "max_audio_frames=1720").max_clip_seconds == 13.75
+    # the refusal names every setting it needs, with values that work together (the tiny model's 48 tokens held 3 s)
     with pytest.raises(FineTuneError, match=r"max_audio_frames 24 holds 0.26 s at 86.13 frames a second \(Dia's DAC: "
-                       r"44100 Hz, hop 512\), no more than min_clip_seconds 1.0: set max_audio_frames to the frames "
-                       r"of the longest clip to train on \(1292 for max_clip_seconds 15.0\)"):  # fmt: skip
-        limit("max_audio_frames=24")
+                       r"44100 Hz, hop 512\), no more than min_clip_seconds 1.0: for clips of up to max_clip_seconds "
+                       r"15.0 set max_audio_frames: 1293 and max_text_tokens: 384 \(Dia-1.6B's: 1720 and 512, 20 s\)"):  # fmt: skip
+        limit("max_audio_frames=24", "max_text_tokens=48")
+    assert limit("max_audio_frames=1293", "max_text_tokens=384").max_clip_seconds == 15.0
+    assert text_tokens_for(15.0) >= 15.0 * SPOKEN_TOKENS_PER_SECOND
 
 
 def test_segment_settings_without_recordings_are_refused():

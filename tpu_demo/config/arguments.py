@@ -128,12 +128,18 @@ class DataArguments(CheckedChoices):
     synthetic_samples: int = field(default=96, metadata={"help": "how many samples `dataset: synthetic` makes"})
     eval_samples: int = field(default=13, metadata={"help": "samples held out for evaluation, drawn with the seed"})
     max_text_tokens: int = field(
-        default=48,
-        metadata={"help": "text tokens a sample may have (a longer transcript is cut, or dropped from a manifest)"},
+        default=512,
+        metadata={
+            "help": "text tokens a sample may have (a longer transcript is cut, or dropped from a manifest); "
+            "512: Dia-1.6B's"
+        },
     )
     max_audio_frames: int = field(
-        default=24,
-        metadata={"help": "audio frames a sample may have (longer audio: too_long); the largest batch shape"},
+        default=1720,
+        metadata={
+            "help": "audio frames a sample may have (longer audio: too_long); the largest batch shape; 1720: "
+            "Dia-1.6B's 20 s"
+        },
     )
     length_buckets: int | None = field(
         default=None,

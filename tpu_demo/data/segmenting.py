@@ -15,6 +15,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import math
 import re
 import struct
 from dataclasses import asdict, dataclass, field
@@ -42,6 +43,8 @@ REPORT = "segment_report.json"  # in the dataset folder: every clip, kept or dro
 ALIGNER = "a4"  # the version of speech_models.Aligner's judgement: a change here aligns every piece again
 PARTS = ".segmenting"  # one folder per recording: its stages' results, what makes a run resumable
 CORRECTIONS = "corrections.csv"  # the user's edits of metadata.csv texts, kept across reruns
+DIA_TOKENS_PER_SECOND = 512 / 20  # Dia-1.6B's max_text_tokens over the seconds its max_audio_frames hold
+SPOKEN_TOKENS_PER_SECOND = 16  # UTF-8 bytes a second of brisk English speech (about 190 words a minute)
 DIA_CODEC = (44100, 512)  # Dia's codec, descript/dac_44khz: its rate and hop, where the YAML's codec cannot be read
 
 
@@ -711,13 +714,20 @@ def clip_settings(config):
     if fits >= settings.max_clip_seconds:
         return settings
     if fits <= settings.min_clip_seconds:
+        frames, tokens = math.ceil(settings.max_clip_seconds * rate) + 1, text_tokens_for(settings.max_clip_seconds)
         raise FineTuneError(
             f"max_audio_frames {config.data.max_audio_frames} holds {fits:.2f} s at {rate:.2f} frames a second "
-            f"({codec}), no more than min_clip_seconds {settings.min_clip_seconds}: set max_audio_frames to the "
-            f"frames of the longest clip to train on ({int(settings.max_clip_seconds * rate) + 1} for "
-            f"max_clip_seconds {settings.max_clip_seconds})"
+            f"({codec}), no more than min_clip_seconds {settings.min_clip_seconds}: for clips of up to "
+            f"max_clip_seconds {settings.max_clip_seconds} set max_audio_frames: {frames} and max_text_tokens: "
+            f"{max(tokens, config.data.max_text_tokens)} (Dia-1.6B's: 1720 and 512, 20 s)"
         )
     return dataclasses.replace(settings, max_clip_seconds=fits)
+
+
+def text_tokens_for(seconds: float) -> int:
+    """Dia tokens (UTF-8 bytes) that hold the text of `seconds` of fast speech, as Dia-1.6B's 512 hold 20 s; a
+    multiple of 8."""
+    return -(-round(seconds * DIA_TOKENS_PER_SECOND) // 8) * 8
 
 
 def check_segmented(config) -> None:
