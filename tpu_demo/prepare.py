@@ -12,8 +12,8 @@ from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
 from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
-from tpu_demo.data.segmenting import check_segmented
 from tpu_demo.errors import FineTuneError
+from tpu_demo.segmenting.settings import check_segmented
 
 
 def main(argv=None) -> int:

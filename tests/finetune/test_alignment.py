@@ -1,6 +1,6 @@
 """Every kept clip's text is what is said in it: a recording's own text, split over its pieces through the
 recogniser's transcripts, is aligned to each piece's audio (pocketsphinx's forced alignment,
-tpu_demo.data.speech_models.Aligner), and a piece whose alignment is uncertain is dropped rather than kept with
+tpu_demo.segmenting.align.Aligner), and a piece whose alignment is uncertain is dropped rather than kept with
 guessed text; the report gives each clip's alignment confidence."""
 
 from collections import Counter
@@ -17,8 +17,8 @@ pytestmark = require_dia
 
 
 def test_each_piece_gets_the_part_of_the_text_that_aligns_and_one_that_aligns_none_is_dropped():
-    from tpu_demo.data.segmenting import align_text
     from tpu_demo.evaluation.intelligibility import normalise
+    from tpu_demo.segmenting.align import align_text
 
     # said: "one two", "nine ten" (not in the script), "three four", "five six"; the script holds a sentence never
     # said, and a turn
@@ -47,7 +47,7 @@ def test_each_piece_gets_the_part_of_the_text_that_aligns_and_one_that_aligns_no
 def test_a_fast_speakers_first_piece_is_sized_by_the_recordings_own_pace():
     # three sentences said at 320 words a minute, cut as one 4.5 s piece: a fixed first guess at the pace (0.075 s a
     # character) took it for 60 characters, and the whole text (128) was not among the parts tried
-    from tpu_demo.data.segmenting import align_text
+    from tpu_demo.segmenting.align import align_text
 
     text = (
         "The train to the city leaves at half past seven. If you miss it, there is another one an hour later. "
@@ -66,8 +66,10 @@ def test_a_fast_speakers_first_piece_is_sized_by_the_recordings_own_pace():
 def test_each_piece_is_aligned_with_the_margins_its_clip_gets(tmp_path):
     # the speech detector cut a piece inside its last word ("cold"): aligned without the pause its clip keeps, the
     # word aligned nowhere and a clean sentence was dropped as `uncertain alignment`
-    from tpu_demo.data.segmenting import Recording, join
-    from tpu_demo.segment import Stages, align
+    from tpu_demo.segmenting.join import join
+    from tpu_demo.segmenting.read import Recording
+    from tpu_demo.segmenting.run import align_recording
+    from tpu_demo.segmenting.stages import Stages
 
     path = tmp_path / "talk.wav"
     soundfile.write(path, np.zeros(7 * 16000, np.float32), 16000)
@@ -83,14 +85,14 @@ def test_each_piece_is_aligned_with_the_margins_its_clip_gets(tmp_path):
             return aligner
 
     talk = Recording(path, "talk", None, "The morning was cold. We walked. " * 3)
-    align(talk, found, Stages(talk, tmp_path / "out", settings(), "pocketsphinx"), Models())
+    align_recording(talk, found, Stages(talk, tmp_path / "out", settings(), "pocketsphinx"), Models())
     clips = join(found, talk, 7.0, settings(max_clip_seconds=1.5))
     assert heard == [round(clip.end - clip.start, 2) for clip in clips] == [1.2, 1.1, 2.1]
 
 
 def test_the_aligner_tells_the_words_said_from_others():
     needs_speech_models()
-    from tpu_demo.data.speech_models import Aligner
+    from tpu_demo.segmenting.align import Aligner
 
     first, second = planted_faults.SENTENCES[:2]
     audio = planted_faults.speak(first, planted_faults.VOICES["alice"], 16000)
@@ -109,7 +111,7 @@ def test_a_sentence_said_to_its_end_aligns_to_its_last_word():
     # pocketsphinx's lattice pass (bestpath) ended these alignments before their last word, which then aligned
     # nowhere: clean sentences, in their clips' margins, were dropped as `uncertain alignment`
     needs_speech_models()
-    from tpu_demo.data.speech_models import Aligner
+    from tpu_demo.segmenting.align import Aligner
 
     align, margin = Aligner(0.4), np.zeros(2400, np.float32)
     for voice, sentence in (("en+m3", 8), ("en-gb+f2", 8), ("en-us+m7", 19)):
@@ -125,7 +127,7 @@ def test_fast_speech_aligns_and_its_missing_words_are_still_found():
     # at espeak-ng's 320 words a minute pocketsphinx's 10 ms frames left 3-state phones too few frames: sentences
     # said right did not align, or lost words, and were dropped as `uncertain alignment`
     needs_speech_models()
-    from tpu_demo.data.speech_models import Aligner
+    from tpu_demo.segmenting.align import Aligner
 
     align = Aligner(0.4)
     for sentence in planted_faults.SENTENCES[:6]:
@@ -150,7 +152,7 @@ def test_gated_speech_and_silent_margins_align_and_a_word_said_not_written_still
     # and a piece's quiet margins counted as speech the text lacks: good speech was dropped as `uncertain alignment`;
     # so was a compound the dictionary lacks (SENTENCES[5]'s "windowsill")
     needs_speech_models()
-    from tpu_demo.data.speech_models import Aligner
+    from tpu_demo.segmenting.align import Aligner
 
     align = Aligner(0.4)
     for sentence in planted_faults.SENTENCES[:6]:
@@ -163,7 +165,7 @@ def test_gated_speech_and_silent_margins_align_and_a_word_said_not_written_still
 
 
 def test_an_alignment_that_leaves_out_a_word_is_uncertain():
-    from tpu_demo.data.speech_models import Aligner
+    from tpu_demo.segmenting.align import Aligner
 
     class Segment:
         def __init__(self, word, start, end):
@@ -213,7 +215,8 @@ def test_each_kept_clip_carries_the_words_said_in_it_when_the_script_differs(tmp
 
 def test_pace_is_judged_per_speaker():
     # a global median: a threshold changed for one speaker flipped clean clips of another
-    from tpu_demo.data.segmenting import Clip, drop_unusual_pace
+    from tpu_demo.segmenting.join import Clip
+    from tpu_demo.segmenting.judge import drop_unusual_pace
 
     fast = [Clip("anna/a", 0, seconds, "anna", text="abcdefghij") for seconds in (0.5, 0.55, 0.45, 0.5)]
     slow = [Clip("ben/b", 0, seconds, "ben", text="abcdefghij") for seconds in (1.5, 1.4, 1.6, 4.0)]
@@ -224,27 +227,27 @@ def test_pace_is_judged_per_speaker():
 def test_the_summary_names_kept_clips_whose_noise_could_not_be_measured(tmp_path):
     # a recording trimmed to its speech has no pause to measure noise in: at 10 dB SNR it was kept (or dropped for
     # another reason) and nothing said that its SNR was never judged
-    from tpu_demo.data.segmenting import Clip, report
-    from tpu_demo.segment import report_lines
+    from tpu_demo.segmenting.join import Clip
+    from tpu_demo.segmenting.write import report_lines, summarise
 
     clips = [Clip("a", 0, 2.0, snr_db=31.0), Clip("b", 0, 4.5), Clip("c", 0, 3.0, dropped="noisy")]
-    summary = report(clips, 3) | {"corrections": {"applied": 0, "unmatched": 0}}
+    summary = summarise(clips, 3) | {"corrections": {"applied": 0, "unmatched": 0}}
     assert summary["unmeasured_snr"] == {"clips": 1, "seconds": 4.5}
     assert (
         "1 kept clips (4.5 s) have no SNR: their recordings hold no pause of 0.3 s to measure the noise in (a file "
         "trimmed to its speech), so only DNSMOS judged their noise: listen to them, or keep the recordings' pauses"
     ) in report_lines(summary, tmp_path)
-    measured = report(clips[:1], 1) | {"corrections": {"applied": 0, "unmatched": 0}}
+    measured = summarise(clips[:1], 1) | {"corrections": {"applied": 0, "unmatched": 0}}
     assert not any("have no SNR" in line for line in report_lines(measured, tmp_path))
 
 
 def test_the_summary_says_which_texts_were_aligned_and_which_are_unchecked_transcripts(tmp_path):
-    from tpu_demo.data.segmenting import Clip, report
-    from tpu_demo.segment import report_lines
+    from tpu_demo.segmenting.join import Clip
+    from tpu_demo.segmenting.write import report_lines, summarise
 
     clips = [Clip("a", 0, 2.0, alignment=0.93), Clip("a", 3, 5.0, alignment=0.81), Clip("b", 0, 3.5),
              Clip("b", 4, 6.0, corrected=True), Clip("b", 7, 9.0, dropped="noisy")]  # fmt: skip
-    summary = report(clips, 2) | {"corrections": {"applied": 1, "unmatched": 0}}
+    summary = summarise(clips, 2) | {"corrections": {"applied": 1, "unmatched": 0}}
     assert summary["aligned"] == {"clips": 2, "least_confidence": 0.81}
     assert summary["unchecked"] == {"clips": 1, "seconds": 3.5}
     lines = report_lines(summary, tmp_path)

@@ -17,7 +17,7 @@ pytestmark = require_dia
 def test_levelling_removes_dc_and_level_and_nothing_else():
     pytest.importorskip("pyloudnorm", reason="levelling needs pyloudnorm (the `speech` extra)")
     pytest.importorskip("scipy", reason="removing DC needs scipy")
-    from tpu_demo.data.speech_models import levelled, without_dc
+    from tpu_demo.segmenting.read import levelled, without_dc
 
     rate, t = 16000, np.arange(32000) / 16000
     tone = (0.3 * np.sin(2 * np.pi * 220 * t) * (1 + np.sin(2 * np.pi * 3 * t)) / 2).astype(np.float32)
@@ -29,7 +29,8 @@ def test_levelling_removes_dc_and_level_and_nothing_else():
 
 
 def test_a_recording_shorter_than_a_clip_is_too_short_whatever_else():
-    from tpu_demo.data.segmenting import Piece, judge
+    from tpu_demo.segmenting.judge import judge
+    from tpu_demo.segmenting.measure import Piece
 
     found = [Piece(0.0, 0.29, snr_db=3.0, dnsmos={"sig": 1.0, "bak": 1.0, "ovrl": 1.0})]
     judge(found, recording(), settings(min_clip_seconds=1.0))

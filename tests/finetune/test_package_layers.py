@@ -16,6 +16,7 @@ LAYERS = [
     ("tpu_demo.runtime",),
     ("tpu_demo.evaluation",),
     ("tpu_demo.data",),
+    ("tpu_demo.segmenting",),
     ("tpu_demo.training",),
 ]
 

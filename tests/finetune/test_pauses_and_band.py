@@ -21,7 +21,7 @@ pytestmark = require_dia
 
 
 def test_no_clip_is_joined_across_a_long_pause_or_a_sound_in_a_pause():
-    from tpu_demo.data.segmenting import join
+    from tpu_demo.segmenting.join import join
 
     found = pieces((0.5, 1.5), (1.7, 2.9), (5.5, 6.5), (6.8, 7.6), (8.0, 9.0), snr_db=40.0)
     found[4].sound_before = True  # a cough between 7.6 and 8.0
@@ -31,7 +31,7 @@ def test_no_clip_is_joined_across_a_long_pause_or_a_sound_in_a_pause():
 
 
 def test_a_burst_in_a_pause_is_not_its_neighbours_noise():
-    from tpu_demo.data.segmenting import measure
+    from tpu_demo.segmenting.measure import measure
 
     rng = np.random.default_rng(0)
     rate, t = 16000, np.arange(2 * 16000) / 16000
@@ -57,8 +57,8 @@ def test_a_band_limited_piece_is_dropped_by_its_bandwidth():
     pytest.importorskip("scipy", reason="the bandwidth needs scipy")
     from scipy.signal import butter, sosfiltfilt
 
-    from tpu_demo.data.segmenting import judge
-    from tpu_demo.data.speech_models import bandwidth
+    from tpu_demo.segmenting.judge import judge
+    from tpu_demo.segmenting.measure import bandwidth
 
     noise = np.random.default_rng(0).standard_normal(16000 * 2)
     telephone = sosfiltfilt(butter(8, [300, 3400], btype="bandpass", fs=16000, output="sos"), noise)

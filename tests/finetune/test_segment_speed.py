@@ -20,7 +20,7 @@ def test_dnsmos_runs_once_per_piece_at_its_own_length_and_scores_as_speechmos_do
     needs_speech_models()
     from speechmos import dnsmos
 
-    from tpu_demo.data.speech_models import QualityJudge
+    from tpu_demo.segmenting.measure import QualityJudge
 
     judge = QualityJudge()
     runs, run = [], judge.session.run
@@ -43,8 +43,8 @@ def test_a_dnsmos_graph_other_than_the_one_the_segmenter_knows_is_refused(tmp_pa
     import speechmos
     from onnx import numpy_helper
 
-    from tpu_demo.data.speech_models import any_length
     from tpu_demo.errors import FineTuneError
+    from tpu_demo.segmenting.measure import any_length
 
     model = onnx.load(f"{speechmos.__path__[0]}/dnsmos_models/sig_bak_ovr.onnx")
     framing = next(init for init in model.graph.initializer if init.name == "shape_tensor")
@@ -58,7 +58,7 @@ def test_dnsmos_takes_the_threads_of_the_process_share_of_the_cores():
     needs_speech_models()
     import torch
 
-    from tpu_demo.data.speech_models import QualityJudge
+    from tpu_demo.segmenting.measure import QualityJudge
 
     threads = torch.get_num_threads()
     try:
@@ -73,7 +73,8 @@ def test_one_recogniser_and_one_aligner_serve_every_piece_as_new_ones_would():
     # a decoder a piece cost 0.4 s of loading a language model, the aligner's most of its time; a reused decoder
     # adapts its features to what it heard, so it must be reset to give each piece what a new one gives
     needs_speech_models()
-    from tpu_demo.data.speech_models import Aligner, Pocketsphinx
+    from tpu_demo.segmenting.align import Aligner
+    from tpu_demo.segmenting.transcribe import Pocketsphinx
 
     recogniser, aligner = Pocketsphinx(), Aligner(0.4)
     for voice in ("en+m3", "en-us+f4"):
@@ -88,7 +89,8 @@ def test_one_recogniser_and_one_aligner_serve_every_piece_as_new_ones_would():
 def test_a_piece_the_decoder_fails_on_leaves_it_serving_the_next():
     # pocketsphinx raises on no samples after starting an utterance: the reused decoder then refused every piece after
     needs_speech_models()
-    from tpu_demo.data.speech_models import Aligner, Pocketsphinx
+    from tpu_demo.segmenting.align import Aligner
+    from tpu_demo.segmenting.transcribe import Pocketsphinx
 
     recogniser, aligner = Pocketsphinx(), Aligner(0.4)
     audio = planted_faults.speak(planted_faults.SENTENCES[0], "en+f3", 16000)
@@ -108,7 +110,7 @@ def test_the_speech_detector_finds_silero_streaming_spans_in_a_call_per_16_secon
     import torch
     from silero_vad import get_speech_timestamps, load_silero_vad
 
-    from tpu_demo.data.speech_models import SpeechDetector
+    from tpu_demo.segmenting.cut import SpeechDetector
 
     audio, _ = planted_faults.talk(planted_faults.SENTENCES[:6], planted_faults.VOICES["alice"], 16000, seed=3)
     detector = SpeechDetector(threshold=0.5, min_pause_seconds=0.3, max_seconds=6.0)

@@ -44,19 +44,19 @@ def settings(**changes):
 
 
 def pieces(*spans, **measured):
-    from tpu_demo.data.segmenting import Piece
+    from tpu_demo.segmenting.measure import Piece
 
     return [Piece(start, end, **measured) for start, end in spans]
 
 
 def recording(text=None, name="talk", speaker="anna"):
-    from tpu_demo.data.segmenting import Recording
+    from tpu_demo.segmenting.read import Recording
 
     return Recording(Path(f"{name}.wav"), name, speaker, text)
 
 
 def test_neighbouring_pieces_are_joined_up_to_the_longest_and_a_dropped_one_costs_only_itself():
-    from tpu_demo.data.segmenting import join
+    from tpu_demo.segmenting.join import join
 
     found = pieces((0.5, 1.5), (1.7, 2.9), (3.1, 4.1), (5.0, 6.0), (6.6, 7.5), (7.8, 8.3), snr_db=40.0)
     found[3].dropped, found[3].detail = "clipping", "2.00% of its samples at full scale"
@@ -76,8 +76,8 @@ def test_neighbouring_pieces_are_joined_up_to_the_longest_and_a_dropped_one_cost
 def test_clips_hold_no_more_text_than_training_keeps():
     # clips were joined up to max_clip_seconds whatever their text: training then dropped every one whose text passed
     # max_text_tokens, and segmenting had said nothing
-    from tpu_demo.data.segmenting import join
     from tpu_demo.model.tokens import text_tokens
+    from tpu_demo.segmenting.join import join
 
     found = pieces((0.5, 1.5), (1.7, 2.9), (3.1, 4.1), (4.5, 5.5), snr_db=40.0)
     texts = ("[S1] One two.", "[S1] Three four.", "[S1] Five.", "[S1] " + "seven " * 9)
@@ -96,7 +96,7 @@ def test_clips_hold_no_more_text_than_training_keeps():
 
 
 def test_each_piece_is_dropped_by_the_measure_that_decided_it():
-    from tpu_demo.data.segmenting import judge
+    from tpu_demo.segmenting.judge import judge
 
     found = pieces((0, 1), (1.5, 2.5), (3, 4), (5, 6), (7, 8), (9, 14), dnsmos={"sig": 3.5, "bak": 3.5, "ovrl": 3})
     found[0].snr_db, found[1].clipped = 12.0, 0.02
@@ -114,7 +114,7 @@ def test_each_piece_is_dropped_by_the_measure_that_decided_it():
 
 
 def test_a_piece_in_another_voice_is_dropped_against_its_speakers_voice():
-    from tpu_demo.data.segmenting import drop_other_voices
+    from tpu_demo.segmenting.judge import drop_other_voices
 
     rng = np.random.default_rng(0)
     voice, other = rng.normal(size=256), rng.normal(size=256)
@@ -147,7 +147,7 @@ def voiced(found, voice, spread, rng, over=None, other=None, over_bak=2.0):
 
 
 def test_a_second_voice_over_part_of_a_piece_is_found_by_its_least_similar_window():
-    from tpu_demo.data.segmenting import drop_other_voices
+    from tpu_demo.segmenting.judge import drop_other_voices
 
     rng = np.random.default_rng(1)
     voice, other = rng.normal(size=256), rng.normal(size=256)
@@ -188,7 +188,7 @@ def test_three_sentences_a_second_voice_talks_over_are_dropped_and_the_rest_kept
 
 
 def test_a_recordings_own_text_is_split_over_its_pieces_with_the_turns():
-    from tpu_demo.data.segmenting import give_texts, joined_text
+    from tpu_demo.segmenting.align import give_texts, joined_text
 
     found = pieces((0, 1), (1.5, 2.5), (3, 4))
     for piece, heard in zip(found, ["hello there", "how are", "you today"], strict=True):
@@ -203,16 +203,17 @@ def test_a_recordings_own_text_is_split_over_its_pieces_with_the_turns():
 
 
 def test_alignment_survives_misheard_and_unheard_words():
-    from tpu_demo.data.segmenting import align
+    from tpu_demo.segmenting.align import split_by_transcripts
 
     text = "[S1] One, two - three four five six seven."
     # "two" misheard as "to", "five" not heard at all: each still goes with its neighbours
-    assert align(text, ["one to", "three four", "six seven"]) == ["[S1] One, two -", "[S1] three four five",
-                                                                   "[S1] six seven."]  # fmt: skip
+    parts = split_by_transcripts(text, ["one to", "three four", "six seven"])
+    assert parts == ["[S1] One, two -", "[S1] three four five", "[S1] six seven."]
 
 
 def test_clips_far_off_the_datas_pace_are_dropped():
-    from tpu_demo.data.segmenting import Clip, drop_unusual_pace
+    from tpu_demo.segmenting.join import Clip
+    from tpu_demo.segmenting.judge import drop_unusual_pace
 
     clips = [Clip("r", 0, 1.0, text="abcdefghij"), Clip("r", 0, 1.1, text="abcdefghij"),
              Clip("r", 0, 0.9, text="abcdefghij"), Clip("r", 0, 5.0, text="abcdefghij")]  # fmt: skip
@@ -221,7 +222,7 @@ def test_clips_far_off_the_datas_pace_are_dropped():
 
 
 def test_unreadable_and_truncated_recordings_are_set_aside_and_can_be_left_out(tmp_path):
-    from tpu_demo.data.segmenting import find_recordings
+    from tpu_demo.segmenting.read import find_recordings
 
     tone = (0.3 * np.sin(np.arange(16000) / 16000 * 2 * np.pi * 300)).astype(np.float32)
     (tmp_path / "anna").mkdir()
@@ -245,7 +246,7 @@ def test_clips_are_cut_to_what_training_keeps_of_them(tmp_path):
     # clips were packed to 15 s whatever max_audio_frames: a 10 s config dropped 28 of 33
     from tpu_demo.config.checks import settings as parsed
     from tpu_demo.config.load import load_raw
-    from tpu_demo.data.segmenting import SPOKEN_TOKENS_PER_SECOND, clip_settings, codec_frame_rate, text_tokens_for
+    from tpu_demo.segmenting.settings import SPOKEN_TOKENS_PER_SECOND, clip_settings, codec_frame_rate, text_tokens_for
 
     # a YAML naming only its folders and recogniser is sized for Dia-1.6B, not the test model (24 frames: refused)
     (tmp_path / "mine.yaml").write_text("recordings: in\ndataset: out\nsegment_asr_model: pocketsphinx\n")
@@ -267,8 +268,9 @@ def test_clips_are_cut_to_what_training_keeps_of_them(tmp_path):
     assert limit("codec=tiny", "max_audio_frames=1720").max_clip_seconds == 13.75
     # the refusal names every setting it needs, with values that work together (the tiny model's 48 tokens held 3 s)
     with pytest.raises(FineTuneError, match=r"max_audio_frames 24 holds 0.26 s at 86.13 frames a second \(Dia's DAC: "
-                       r"44100 Hz, hop 512\), no more than min_clip_seconds 1.0: for clips of up to max_clip_seconds "
-                       r"15.0 set max_audio_frames: 1293 and max_text_tokens: 384 \(Dia-1.6B's: 1720 and 512, 20 s\)"):  # fmt: skip
+                       r"44100 Hz, hop 512\), no more than min_clip_seconds 1.0: for clips of up to "
+                       r"max_clip_seconds 15.0 set max_audio_frames: 1293 and max_text_tokens: 384 "
+                       r"\(Dia-1.6B's: 1720 and 512, 20 s\)"):  # fmt: skip
         limit("max_audio_frames=24", "max_text_tokens=48")
     assert limit("max_audio_frames=1293", "max_text_tokens=384").max_clip_seconds == 15.0
     assert text_tokens_for(15.0) >= 15.0 * SPOKEN_TOKENS_PER_SECOND
@@ -358,7 +360,7 @@ def test_planted_faults_cost_only_their_own_sentences(tmp_path):
 
 @pytest.mark.xdist_group("segment")
 def test_each_stage_is_redone_only_when_its_settings_change_and_corrections_survive(tmp_path, monkeypatch):
-    import tpu_demo.segment
+    import tpu_demo.segmenting.run
 
     raw = user_recordings(tmp_path / "podcast")
     before, out = snapshot(raw), tmp_path / "clips"
@@ -370,8 +372,10 @@ def test_each_stage_is_redone_only_when_its_settings_change_and_corrections_surv
     assert all((out / row["audio"]).is_file() for row in made)
 
     loaded = []
-    get = tpu_demo.segment.Models.get
-    monkeypatch.setattr(tpu_demo.segment.Models, "get", lambda self, name: loaded.append(name) or get(self, name))
+    get = tpu_demo.segmenting.run.Models.get
+    monkeypatch.setattr(
+        tpu_demo.segmenting.run.Models, "get", lambda self, name: loaded.append(name) or get(self, name)
+    )
     # the user corrects a text in metadata.csv; a join setting changes: no model runs, the correction stays. The
     # default max_clip_seconds written as a whole number is the same setting (its cut was redone)
     write_rows(out, [made[0] | {"text": "[S1] A text the user corrected."}, *made[1:]])
@@ -489,8 +493,8 @@ def test_two_processes_share_the_recordings_and_write_the_same_dataset(tmp_path)
 
 def test_the_processes_get_shares_of_about_the_same_work(tmp_path):
     # every other recording to each process gave one of two both long recordings and the other both short ones
-    from tpu_demo.data.segmenting import Recording
-    from tpu_demo.segment import shares
+    from tpu_demo.segmenting.read import Recording
+    from tpu_demo.segmenting.run import shares
 
     def made(name, seconds, text=None):
         soundfile.write(tmp_path / f"{name}.wav", np.zeros(seconds * 1000, np.float32), 1000)
@@ -535,10 +539,10 @@ def test_segment_refuses_before_any_work(tmp_path, overrides, message):
 
 @pytest.mark.xdist_group("segment")
 def test_an_interrupted_segmenting_says_how_to_continue_and_continues(tmp_path, monkeypatch):
-    import tpu_demo.segment
+    import tpu_demo.segmenting.run
 
     raw = user_recordings(tmp_path / "podcast")
-    done, cut = [], tpu_demo.segment.cut_and_measure
+    done, cut = [], tpu_demo.segmenting.run.cut_and_measure
 
     def stopped_after_one(*arguments):
         if done:
@@ -546,11 +550,11 @@ def test_an_interrupted_segmenting_says_how_to_continue_and_continues(tmp_path, 
         done.append(1)
         return cut(*arguments)
 
-    monkeypatch.setattr(tpu_demo.segment, "cut_and_measure", stopped_after_one)
+    monkeypatch.setattr(tpu_demo.segmenting.run, "cut_and_measure", stopped_after_one)
     stopped = segment_command(tmp_path / "clips", f"recordings={raw}")
     assert stopped.returncode == 130 and "interrupted; the recordings done are kept" in stopped.stderr
     assert "Traceback" not in stopped.stderr and not (tmp_path / "clips" / "metadata.csv").exists()
-    monkeypatch.setattr(tpu_demo.segment, "cut_and_measure", cut)
+    monkeypatch.setattr(tpu_demo.segmenting.run, "cut_and_measure", cut)
     again = segment_command(tmp_path / "clips", f"recordings={raw}")
     assert_ok(again)
     assert "1 of 4 recordings cut and measured before" in again.stdout
@@ -559,7 +563,9 @@ def test_an_interrupted_segmenting_says_how_to_continue_and_continues(tmp_path, 
 def test_the_real_models_hear_pauses_through_noise_score_noise_and_tell_voices_apart():
     needs_speech_models()
     from tpu_demo.config.arguments import RecordingsArguments
-    from tpu_demo.data.speech_models import QualityJudge, SpeechDetector, VoiceEncoder, levelled
+    from tpu_demo.segmenting.cut import SpeechDetector
+    from tpu_demo.segmenting.measure import QualityJudge, VoiceEncoder
+    from tpu_demo.segmenting.read import levelled
 
     defaults = RecordingsArguments()
     texts = planted_faults.SENTENCES[:4]
@@ -585,7 +591,7 @@ def test_the_real_models_hear_pauses_through_noise_score_noise_and_tell_voices_a
 
 
 def test_a_pieces_noise_is_that_of_its_quieter_side():
-    from tpu_demo.data.segmenting import measure
+    from tpu_demo.segmenting.measure import measure
 
     rng = np.random.default_rng(0)
     rate, t = 16000, np.arange(2 * 16000) / 16000

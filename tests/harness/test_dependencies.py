@@ -65,8 +65,8 @@ def test_every_package_the_segmenter_imports_comes_with_the_package_or_its_audio
         given |= {canonicalize_name(r.name) for r in needed if not r.marker or "extra" not in str(r.marker)}
     distributions = packages_distributions()
     imported = set()
-    for module in ("tpu_demo/segment.py", "tpu_demo/data/segmenting.py", "tpu_demo/data/speech_models.py"):
-        for node in ast.walk(ast.parse((ROOT / module).read_text())):
+    for module in [ROOT / "tpu_demo/segment.py", *sorted((ROOT / "tpu_demo/segmenting").glob("*.py"))]:
+        for node in ast.walk(ast.parse(module.read_text())):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
             names += [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
             imported |= {name.split(".")[0] for name in names}

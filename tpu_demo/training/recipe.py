@@ -29,7 +29,6 @@ from tpu_demo.compat import (
 from tpu_demo.config.checks import best_model_metric, spoken_held_out, train_sampling
 from tpu_demo.data.batching import LengthGroupedSampler, code_frames
 from tpu_demo.data.codes import AudioPrompts, DiaCollator, enough_for_a_step, split
-from tpu_demo.data.segmenting import check_segmented
 from tpu_demo.data.training_set import training_data
 from tpu_demo.errors import FineTuneError
 from tpu_demo.evaluation.sample_health import data_seconds_per_char
@@ -42,6 +41,7 @@ from tpu_demo.outputs import checkpoint_dir, run_settings, settings_path, step_d
 from tpu_demo.runtime.accelerator import ComputeDtype, expose_xla_loader_dataset, forward_precision, make_accelerator
 from tpu_demo.runtime.peaks import device_name, peak_tflops
 from tpu_demo.runtime.xla_counters import XlaCounters
+from tpu_demo.segmenting.settings import check_segmented
 from tpu_demo.training.best_model import BestModel
 from tpu_demo.training.checkpoint import (
     load_checkpoint,

@@ -1,0 +1,319 @@
+"""The align stage: a recording's own text (NAME.txt) split over its pieces, by forced alignment of candidate parts
+to each piece's audio (English), or through the pieces' transcripts (other languages); what is kept is the text as
+written, speaker turns `[S1]`/`[S2]` included.
+"""
+
+import difflib
+import hashlib
+import re
+from collections import Counter
+
+import numpy as np
+
+from tpu_demo.evaluation.intelligibility import normalise
+from tpu_demo.model.tokens import TEXT_TAGS
+from tpu_demo.segmenting.measure import Piece
+from tpu_demo.segmenting.read import RATE, Recording, to_model_rate
+from tpu_demo.segmenting.transcribe import pcm16
+
+UNIT_END = re.compile(r"[.!?;:,][\"')\]]*$")  # a written word that ends a unit of text (text_units)
+SEARCH_SKIP, SEARCH_UNITS, SEARCH_TRIES = 2, 4, 6  # align_text's search for each piece's part of the text
+SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
+ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
+TURN = re.compile(r"^\[S\d\]$")
+ALIGNER = "a4"  # the version of speech_models.Aligner's judgement: a change here aligns every piece again
+
+
+def words_of(text: str) -> list[tuple[str, str]]:
+    """(normalised word, what is written) pairs; a tag (`[S2]`) travels with the word after it, a token of no word
+    (a dash) with the word before it."""
+    pairs, ahead = [], []
+    for token in text.split():
+        word = normalise(token)
+        if TEXT_TAGS.fullmatch(token) or (not word and not pairs):
+            ahead.append(token)
+        elif not word:
+            pairs[-1] = (pairs[-1][0], f"{pairs[-1][1]} {token}")
+        else:
+            pairs.append((word, " ".join([*ahead, token])))
+            ahead = []
+    return pairs
+
+
+def split_by_transcripts(text: str, transcripts: list[str]) -> list[str]:
+    """`text`, said over clips whose `transcripts` the recogniser heard, split into each clip's part: each written
+    word goes to the clip of the heard word it aligns with; a word heard nowhere goes with the word before it."""
+    given = words_of(text)
+    if not transcripts:
+        return []
+    heard, clip_of = [], []
+    for number, transcript in enumerate(transcripts):
+        words = normalise(transcript).split()
+        heard += words
+        clip_of += [number] * len(words)
+    owner = [None] * len(given)
+    matcher = difflib.SequenceMatcher(a=[word for word, _ in given], b=heard, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("equal", "replace"):
+            for k in range(i1, i2):
+                owner[k] = clip_of[j1 + (k - i1) * (j2 - j1) // (i2 - i1)]
+    for k in range(len(given)):  # words heard nowhere: with the word before (at the start: the word after)
+        if owner[k] is None:
+            before = next((owner[i] for i in range(k - 1, -1, -1) if owner[i] is not None), None)
+            after = next((owner[i] for i in range(k + 1, len(given)) if owner[i] is not None), 0)
+            owner[k] = before if before is not None else after
+    parts = [[] for _ in transcripts]
+    turn = "[S1]"
+    for (_, written), number in zip(given, owner, strict=True):
+        if not parts[number]:  # a clip that starts inside a turn says whose it is
+            first = written.split()[0]
+            parts[number].append(written if TURN.match(first) else f"{turn} {written}")
+        else:
+            parts[number].append(written)
+        turn = next((token for token in reversed(written.split()) if TURN.match(token)), turn)
+    return [" ".join(part) for part in parts]
+
+
+def spoken_characters(text: str) -> int:
+    return len(normalise(text).replace(" ", ""))
+
+
+def disagreement(text: str, transcript: str) -> float:
+    """The character error rate of `transcript` against `text` (normalised as for `eval_asr_model`)."""
+    import jiwer
+
+    return float(jiwer.cer(normalise(text), normalise(transcript) or ""))
+
+
+def give_texts(pieces: list[Piece], recording: Recording, max_asr_cer: float) -> None:
+    """Each piece's text: its part of the recording's own text (checked against its transcript), else what the
+    recogniser heard."""
+    if recording.text is not None:
+        parts = split_by_transcripts(recording.text, [piece.transcript or "" for piece in pieces])
+        for piece, part in zip(pieces, parts, strict=True):
+            piece.text = part
+            if piece.dropped:
+                continue
+            if not normalise(part):
+                piece.dropped, piece.detail = "no text aligned", "none of the recording's text aligns with it"
+            elif (cer := disagreement(part, piece.transcript or "")) > max_asr_cer:
+                piece.dropped, piece.detail = "recogniser disagrees", f"CER {cer:.2f} > max_asr_cer {max_asr_cer}"
+        return
+    for piece in pieces:
+        if not piece.dropped:
+            piece.text = f"[S1] {piece.transcript}" if normalise(piece.transcript or "") else ""
+            if not piece.text:
+                piece.dropped, piece.detail = "no words heard", "the recogniser heard no words"
+
+
+def alignment_key(start: float, end: float, text: str) -> str:
+    """A forced alignment of a text to a span of a recording is cached by the span, the words of the text and the
+    aligner's version (ALIGNER)."""
+    return f"{ALIGNER} {start:.3f}-{end:.3f} {hashlib.sha256(normalise(text).encode()).hexdigest()[:16]}"
+
+
+def aligns(recording: Recording, settings) -> bool:
+    """Whether a recording's own text is split over its pieces by forced alignment (English, pocketsphinx's
+    dictionary); other languages' through the recogniser's transcripts (`give_texts`)."""
+    language = settings.segment_language
+    return recording.text is not None and not (language and not language.lower().startswith("en"))
+
+
+def text_units(text: str) -> list[list[tuple[str, str]]]:
+    """The text's words (`words_of`) in units that end at punctuation (. ! ? ; : ,): where pauses fall, and so where
+    pieces start and end."""
+    units, unit = [], []
+    for pair in words_of(text):
+        unit.append(pair)
+        if UNIT_END.search(pair[1]):
+            units.append(unit)
+            unit = []
+    return units + ([unit] if unit else [])
+
+
+def unit_texts(units) -> list[str]:
+    """Each unit as written, with the speaker turn it is said in at its start."""
+    turn, texts = "[S1]", []
+    for unit in units:
+        written = " ".join(word for _, word in unit)
+        texts.append(written if TURN.match(written.split()[0]) else f"{turn} {written}")
+        turn = next((token for token in reversed(written.split()) if TURN.match(token)), turn)
+    return texts
+
+
+def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
+    """Each piece's part of its recording's own text, found by aligning candidate parts to its audio (`align_piece
+    (piece, text)`: speech_models.Aligner's result): from where the previous piece's part ended, skipping up to
+    SEARCH_SKIP units (text said in no piece, or in a piece that did not align), of 1 to SEARCH_UNITS units, the
+    likeliest by the pace of the pieces aligned so far (before any, the recording's: all its pieces' seconds over
+    all its text's characters) first; the first that aligns without a problem is the piece's. A piece none of the
+    SEARCH_TRIES likeliest parts aligns to is dropped as `uncertain alignment` rather than kept with guessed text,
+    and its words go to no other piece. Each piece carries its alignment's confidence."""
+    units = text_units(recording.text)
+    texts, at, paces = unit_texts(units), 0, []
+    characters = [sum(len(word) for word, _ in unit) for unit in units]
+    # until a piece aligns, the recording's own pace: all its speech over all its text (a fast speaker's first
+    # piece holds more text than a usual pace would put in it)
+    speech, written = sum(piece.end - piece.start for piece in pieces), sum(characters)
+    first_pace = speech / written if speech and written else SECONDS_PER_CHARACTER
+    for piece in pieces:
+        seconds = piece.end - piece.start
+        expected = seconds / (float(np.median(paces)) if paces else first_pace)
+        candidates = [(skip, length) for skip in range(SEARCH_SKIP + 1) for length in range(1, SEARCH_UNITS + 1)
+                      if at + skip + length <= len(units)]  # fmt: skip
+
+        def likely(candidate, expected=expected, at=at):
+            skip, length = candidate
+            said = sum(characters[at + skip : at + skip + length])
+            return abs(said - expected) / max(expected, 1.0) + 0.25 * skip
+
+        first_failure = None
+        for skip, length in sorted(candidates, key=likely)[:SEARCH_TRIES]:
+            part = joined_text(texts[at + skip : at + skip + length])
+            found = align_piece(piece, part)
+            if not found["problem"]:
+                piece.text, piece.alignment = part, found["confidence"]
+                paces.append(seconds / max(spoken_characters(part), 1))
+                at += skip + length
+                break
+            first_failure = first_failure or found
+        else:
+            piece.alignment = first_failure["confidence"] if first_failure else None
+            if not piece.dropped:
+                piece.dropped = "uncertain alignment"
+                piece.detail = (
+                    f"no part of its recording's text aligns: {first_failure['problem']} (alignment confidence "
+                    f"{first_failure['confidence']:.2f})"
+                    if first_failure
+                    else "none of its recording's text is left to align"
+                )
+
+
+def joined_text(parts: list[str]) -> str:
+    """The texts of neighbouring pieces as one, a part that goes on in the same speaker turn without its tag."""
+    words, turn = [], None
+    for part in parts:
+        tokens = part.split()
+        if tokens and TURN.match(tokens[0]) and tokens[0] == turn:
+            tokens = tokens[1:]
+        words += tokens
+        turn = next((token for token in reversed(words) if TURN.match(token)), turn)
+    return " ".join(words)
+
+
+def loud_frames(audio16k: np.ndarray, frame: int, quiet_db: float) -> np.ndarray:
+    """Whether each `frame`-sample frame is as loud as speech: within `quiet_db` of the piece's loud frames."""
+    frames = audio16k[: len(audio16k) // frame * frame].reshape(-1, frame)
+    levels = 10 * np.log10((frames.astype(np.float64) ** 2).mean(axis=1) + 1e-12)
+    return levels > (np.percentile(levels, 95) - quiet_db if len(levels) else 0.0)
+
+
+def known(decoder, word: str) -> bool:
+    """Whether `word` is in the decoder's dictionary, or made so: a compound of two words it holds ("windowsill")."""
+    if decoder.lookup_word(word) is not None:
+        return True
+    for cut in range(2, len(word) - 1):
+        head, tail = decoder.lookup_word(word[:cut]), decoder.lookup_word(word[cut:])
+        if head and tail:
+            decoder.add_word(word, f"{head} {tail}", True)
+            return True
+    return False
+
+
+def phones(decoder, word: str) -> int:
+    """How many phones the decoder's dictionary gives `word` (a variant, "word(2)", too); 1 if it has none."""
+    return len((decoder.lookup_word(word) or "x").split())
+
+
+def longest_run(flags: np.ndarray, gap: int) -> int:
+    """The most set flags in one run of them, a run going on over fewer than `gap` unset ones (a word's stops)."""
+    longest = count = 0
+    last = None
+    for index in np.flatnonzero(flags):
+        count = count + 1 if last is not None and index - last <= gap else 1
+        longest, last = max(longest, count), index
+    return longest
+
+
+class Aligner:
+    """pocketsphinx's forced alignment of a piece's text to its audio: where each word is said, and whether the
+    text is all that is said. Uncertain (a `problem`): the text cannot be aligned at all (a word not said, another
+    sentence), a word aligned nowhere or squeezed to the fewest frames its phones allow (said elsewhere), or speech
+    the text lacks: a word stretched over more speech than its phones take, or sound as loud as speech (QUIET_DB)
+    for more than `max_silence` s where the aligner puts silence inside a piece, or EDGE_SILENCE at its ends, which
+    the speech detector cut tight. Pauses and a piece's quiet margins are no problem. English, like its recogniser.
+    A 3-state phone takes at least 3 frames: speech faster than FAST_PHONES phones a second (espeak-ng's 320 words a
+    minute says 21-24) is aligned at 5 ms frames, where at 10 ms pocketsphinx aligned 13 of 36 such sentences."""
+
+    FRAME = 0.01  # seconds: pocketsphinx's frame
+    FAST_PHONES = 16.0  # phones a second of a piece (its text's, over its length): faster is aligned at FRAME / 2
+    EDGE_SILENCE = 0.1  # seconds of speech-loud sound the aligner calls silence at a piece's ends: a word ("the")
+    QUIET_DB = 30.0  # a frame this far under the piece's loud frames (its 95th percentile) is a pause
+    STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
+
+    def __init__(self, max_silence: float):
+        from pocketsphinx import Decoder
+
+        self.decoder, self.max_silence, self.decoders = Decoder, max_silence, {}
+
+    def decoder_at(self, frame: float):
+        """One decoder a frame length, made once (alignment needs no language model), its features reset for each
+        piece: a used decoder's adapt (CMN), so an alignment would depend on the pieces aligned before. The search's
+        own path, not a lattice's best (`bestpath`), which ended 3 of 120 clean sentences before their last word."""
+        if frame not in self.decoders:
+            self.decoders[frame] = self.decoder(loglevel="FATAL", lm=None, frate=round(1 / frame), bestpath=False)
+        self.decoders[frame].reinit_feat()
+        return self.decoders[frame]
+
+    def __call__(self, audio: np.ndarray, rate: int, text: str) -> dict:
+        words = text.split()
+        if not words:
+            return {"confidence": 0.0, "problem": "no words to align"}
+        decoder = self.decoder_at(self.FRAME)
+        unknown = [word for word in dict.fromkeys(words) if not known(decoder, word)]
+        if unknown:
+            return {"confidence": 0.0, "problem": f"not in the aligner's dictionary: {' '.join(unknown[:3])}"}
+        audio16k = to_model_rate(audio, rate)
+        seconds, frame = max(len(audio16k) / RATE, self.FRAME), self.FRAME
+        if sum(phones(decoder, word) for word in words) / seconds > self.FAST_PHONES:
+            frame, decoder = self.FRAME / 2, self.decoder_at(self.FRAME / 2)
+            for word in dict.fromkeys(words):
+                known(decoder, word)
+        try:
+            decoder.set_align_text(" ".join(words))
+            decoder.start_utt()
+            decoder.process_raw(pcm16(audio16k).tobytes(), full_utt=True)
+            decoder.end_utt()
+        except Exception as error:
+            self.decoders.pop(frame)  # one left mid-utterance would refuse every later piece
+            if not isinstance(error, RuntimeError):
+                raise
+            return {"confidence": 0.0, "problem": f"not aligned ({error})"}
+        segments = list(decoder.seg() or [])
+        if decoder.hyp() is None or not segments:
+            return {"confidence": 0.0, "problem": "the text does not align with the audio"}
+        loud = loud_frames(audio16k, round(frame * RATE), self.QUIET_DB)
+        aligned = [segment.word.split("(")[0] for segment in segments if not segment.word.startswith(("<", "["))]
+        missing = list((Counter(words) - Counter(aligned)).elements())
+        unexplained = 0.1 * len(missing)
+        problems = [f"{' '.join(repr(word) for word in missing[:3])} aligned nowhere"] if missing else []
+        for number, segment in enumerate(segments):
+            length = (segment.end_frame - segment.start_frame + 1) * frame
+            edge = number in (0, len(segments) - 1)  # a piece of speech starts and ends in speech: a word there
+            if segment.word == "<sil>":
+                sounding = longest_run(loud[segment.start_frame : segment.end_frame + 1], round(0.1 / frame)) * frame
+                if sounding > (self.EDGE_SILENCE if edge else self.max_silence):
+                    unexplained += sounding
+                    at = segment.start_frame * frame
+                    problems.append(f"speech the text lacks ({sounding:.2f} s in a silence at {at:.2f} s)")
+            elif not segment.word.startswith(("<", "[")):
+                count, word = phones(decoder, segment.word), segment.word.split("(")[0]
+                sounding = loud[segment.start_frame : segment.end_frame + 1].sum() * frame
+                if length <= 3 * count * frame:  # a 3-state HMM's fewest frames: squeezed in
+                    unexplained += 0.1
+                    problems.append(f"'{word}' squeezed to {length:.2f} s")
+                elif sounding > self.STRETCH * count + 0.25:  # a word stretched over others the text lacks
+                    unexplained += sounding - self.STRETCH * count
+                    problems.append(f"speech the text lacks ('{word}' stretched over {sounding:.2f} s)")
+        confidence = round(max(0.0, 1.0 - float(unexplained) / seconds), 3)
+        return {"confidence": confidence, "problem": "; ".join(problems) or None}

@@ -1,0 +1,97 @@
+"""The join stage: a recording's kept neighbouring pieces into clips of at most `max_clip_seconds` and
+`max_text_tokens`, cut inside the pauses; a dropped piece is a dropped clip of its own, so a fault costs only it.
+"""
+
+from dataclasses import dataclass, field
+
+from tpu_demo.model.tokens import text_tokens
+from tpu_demo.segmenting.align import joined_text
+from tpu_demo.segmenting.measure import Piece
+from tpu_demo.segmenting.read import Recording
+
+EDGE = 0.15  # seconds of a pause kept at each end of a clip (half of a shorter pause)
+JOIN_PAUSE = 2.0  # seconds: pieces further apart are never one clip (a clip would teach the model long silences)
+
+
+@dataclass
+class Clip:
+    recording: str
+    start: float  # seconds in the recording
+    end: float
+    speaker: str | None = None
+    audio: str | None = None  # the clip's file, relative to the dataset folder (kept clips)
+    text: str = ""  # what the dataset says is said
+    transcript: str = ""  # what the recogniser heard
+    snr_db: float | None = None
+    bandwidth_hz: float | None = None  # the narrowest of its pieces'
+    alignment: float | None = None  # the least confident of its pieces' alignments; None: not aligned
+    dropped: str | None = None  # why, in a few words (the report counts by them), for a clip that is not kept
+    detail: str = ""  # the figures behind `dropped`
+    dnsmos: dict = field(default_factory=dict)
+    corrected: bool = False  # its text is the user's (corrections.csv)
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+def with_margins(pieces: list[Piece], first: int, last: int, seconds: float) -> tuple[float, float]:
+    """Where a clip of `pieces[first:last + 1]` starts and ends: up to EDGE into the pauses around it, never past half
+    of one."""
+    before = pieces[first - 1].end if first else 0.0
+    after = pieces[last + 1].start if last + 1 < len(pieces) else seconds
+    start = pieces[first].start - min(EDGE, (pieces[first].start - before) / 2)
+    end = pieces[last].end + min(EDGE, (after - pieces[last].end) / 2)
+    return round(max(0.0, start), 3), round(min(seconds, end), 3)
+
+
+def join(pieces: list[Piece], recording: Recording, seconds: float, settings, max_text_tokens=None) -> list[Clip]:
+    """Clips of neighbouring kept pieces, at most `max_clip_seconds` with their margins and `max_text_tokens` of text
+    (training drops a longer text), no pause longer than JOIN_PAUSE inside nor a sound in a pause; each dropped piece
+    a dropped clip of its own, and a piece whose text alone is too long dropped as `text too long`. A clip's margins
+    are up to EDGE of the pauses around it, never past half of one."""
+
+    def too_much_text(numbers) -> bool:
+        return (
+            bool(max_text_tokens)
+            and text_tokens(joined_text([pieces[i].text or "" for i in numbers])) > max_text_tokens
+        )
+
+    groups, group = [], []  # runs of indices into `pieces`
+    for number, piece in enumerate(pieces):
+        if piece.dropped:
+            groups += [group] if group else []
+            groups.append([number])
+            group = []
+        elif group and (
+            piece.end - pieces[group[0]].start + 2 * EDGE > settings.max_clip_seconds
+            or piece.start - pieces[group[-1]].end > JOIN_PAUSE
+            or piece.sound_before
+            or too_much_text([*group, number])
+        ):
+            groups.append(group)
+            group = [number]
+        else:
+            group.append(number)
+    groups += [group] if group else []
+    clips = []
+    for numbers in groups:
+        group = [pieces[number] for number in numbers]
+        clip = Clip(recording.name, *with_margins(pieces, numbers[0], numbers[-1], seconds), recording.speaker)
+        clip.text = joined_text([piece.text for piece in group])
+        clip.transcript = " ".join(piece.transcript or "" for piece in group).strip()
+        snrs = [piece.snr_db for piece in group if piece.snr_db is not None]
+        clip.snr_db = min(snrs) if snrs else None
+        confidences = [piece.alignment for piece in group if piece.alignment is not None]
+        clip.alignment = min(confidences) if confidences else None
+        widths = [piece.bandwidth_hz for piece in group if piece.bandwidth_hz is not None]
+        clip.bandwidth_hz = min(widths) if widths else None
+        clip.dnsmos = {key: min(piece.dnsmos[key] for piece in group) for key in group[0].dnsmos}
+        clip.dropped, clip.detail = group[0].dropped, group[0].detail
+        if not clip.dropped and clip.seconds < settings.min_clip_seconds:
+            clip.dropped, clip.detail = "too short", f"{clip.seconds:.2f} s < min_clip_seconds"
+        elif not clip.dropped and too_much_text(numbers):
+            clip.dropped = "text too long"
+            clip.detail = f"{text_tokens(clip.text)} Dia tokens > max_text_tokens {max_text_tokens}"
+        clips.append(clip)
+    return clips

@@ -1,0 +1,182 @@
+"""The measure stage: each piece's true SNR (against the pauses around it), clipping, bandwidth, and of those the
+cheap measures keep, DNSMOS P.835 scores and a GE2E voice embedding (the models ship inside their wheels).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tpu_demo.segmenting.read import RATE, WINDOW, levelled, window_power
+
+NOISE_REACH = 3.0  # seconds: a piece's noise is that of the pauses this close to it, if 0.3 s or more
+FRAMING = {  # the constants of DNSMOS P.835's framing: 9.01 s cut into 900 frames of 20 ms, 10 ms apart
+    "input_1:01_cropping_end": ([2**63 - 1, 144000], [1, -160]),  # (speechmos's, any length's)
+    "shape_tensor": ([-1, 900, 160], [1, -1, 160]),
+    "shape_tensor1": ([-1, 900, 160], [1, -1, 160]),
+}
+BANDWIDTH_FLOOR_DB = 50.0  # a piece's bandwidth: the highest frequency its spectrum reaches within this of its peak
+
+
+@dataclass
+class Piece:
+    """Speech between two pauses, with what was measured of it."""
+
+    start: float
+    end: float
+    snr_db: float | None = None  # None: no pause near it to measure the noise in
+    clipped: float = 0.0  # share of its samples at full scale
+    bandwidth_hz: float | None = None  # speech_models.bandwidth, in the 16 kHz copy
+    sound_before: bool = False  # a sound in the pause before it (a cough, a click): no clip joins across it
+    alignment: float | None = None  # the forced alignment's confidence in its text (align_text), 0-1
+    dnsmos: dict = field(default_factory=dict)
+    voice: list = field(default_factory=list)  # speaker embedding
+    voice_windows: list = field(default_factory=list)  # those of its 1.6 s windows (speech_models.VoiceEncoder)
+    transcript: str | None = None
+    text: str = ""
+    dropped: str | None = None
+    detail: str = ""
+
+
+def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge=None, encoder=None) -> list[Piece]:
+    """Each span of speech as a Piece with its SNR, clipping, bandwidth, and, given the models (`judge`, `encoder`),
+    DNSMOS scores and voice (else `quality` gives them to the pieces the cheaper measures keep)."""
+    power = window_power(audio16k)
+    pause = np.ones(len(power), dtype=bool)
+    for start, end in spans:  # a pause starts 0.1 s away from speech: its edges carry speech
+        pause[max(0, int((start - 0.1) / WINDOW)) : int((end + 0.1) / WINDOW) + 1] = False
+    centres = np.arange(len(power)) * WINDOW
+    pieces, previous_end = [], None
+    for start, end in spans:
+        piece = Piece(round(start, 3), round(end, 3))
+        if previous_end is not None:  # a window of the pause 20 dB over its median: a sound no clip may hold
+            between = power[pause & (centres > previous_end) & (centres < start)]
+            piece.sound_before = bool(len(between) and between.max() > max(100 * np.median(between), 1e-7))
+        previous_end = end
+        noise = None
+        for reach in (NOISE_REACH, 15.0, np.inf):  # the nearest pauses that are long enough to measure
+            sides = [
+                pause & (centres >= start - reach) & (centres < start),
+                pause & (centres > end) & (centres <= end + reach),
+            ]
+            # the median window: a click or a cough in the pause is not the noise under the speech
+            levels = [float(np.median(power[side])) for side in sides if side.sum() * WINDOW >= 0.3]
+            if levels:  # the quieter side: noise that starts or stops in a pause is not this piece's
+                noise = min(levels)
+                break
+        speech = power[int(start / WINDOW) : max(int(end / WINDOW), int(start / WINDOW) + 1)]
+        if noise is not None:
+            level = max(noise, 1e-12)
+            piece.snr_db = round(10 * np.log10(max(float(np.mean(speech)) - level, 1e-12) / level), 2)
+        first, last = int(start * 100), max(int(end * 100), int(start * 100) + 1)  # 10 ms windows
+        piece.clipped = round(float(clipped[first:last].sum()) / ((last - first) * max(1, rate // 100)), 6)
+        samples = levelled(audio16k[int(start * RATE) : int(end * RATE)])  # each piece at one level
+        piece.bandwidth_hz = bandwidth(samples)
+        if judge is not None and encoder is not None:
+            piece.dnsmos, (piece.voice, piece.voice_windows) = judge(samples), encoder(samples)
+        pieces.append(piece)
+    return pieces
+
+
+def quality(audio16k: np.ndarray, piece: Piece, judge, encoder) -> dict:
+    """A piece's DNSMOS scores and voice, measured levelled: the costly measures, taken of the pieces the cheap ones
+    (SNR, clipping, bandwidth, length) keep."""
+    samples = levelled(audio16k[int(piece.start * RATE) : int(piece.end * RATE)])
+    voice, windows = encoder(samples)
+    return {"dnsmos": judge(samples), "voice": voice, "voice_windows": windows}
+
+
+def any_length(path) -> bytes:
+    """speechmos's DNSMOS P.835 graph made to take one piece of any length: only its framing is fixed; every later
+    layer convolves or pools over time, to a global max."""
+    import onnx
+    from onnx import numpy_helper
+
+    from tpu_demo.errors import FineTuneError
+
+    model = onnx.load(str(path))
+    found = {init.name: init for init in model.graph.initializer if init.name in FRAMING}
+    if [numpy_helper.to_array(found[name]).tolist() if name in found else None for name in FRAMING] != [
+        fixed for fixed, _ in FRAMING.values()
+    ]:
+        raise FineTuneError(f"{path}: not the DNSMOS graph of speechmos 0.0.1 (pip install 'speechmos==0.0.1.1')")
+    for name, (_, length) in FRAMING.items():
+        found[name].CopyFrom(numpy_helper.from_array(np.array(length, dtype=np.int64), name))
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    dims[0].dim_value, dims[1].dim_param = 1, "samples"
+    return model.SerializeToString()
+
+
+class QualityJudge:
+    """DNSMOS P.835: the SIG (speech), BAK (background) and OVRL (overall) opinion scores, 1 to 5, of speechmos's
+    model run once on a whole piece, at its own length (its whole 10 ms hops; a piece under a second repeated to one,
+    as speechmos repeats one under 9 s). speechmos's own `run` repeats a piece to 9.01 s, the model's fixed input,
+    slides windows 1 s apart over it and runs the P.808 model besides: 3 to 7 times the work of a 9 s piece, more
+    for a shorter one. The scores differ by about 0.1 (0.6 at most for a clean sentence; the repeats' seams are
+    sounds of their own); which side of the thresholds a planted fault falls is the same."""
+
+    HOP = 160  # samples: 10 ms
+    MIN_SECONDS = 1.0
+    POLYNOMIALS = {  # speechmos's mapping of the raw outputs to P.835 scores (not personalised)
+        "sig": (-0.08397278, 1.22083953, 0.0052439),
+        "bak": (-0.13166888, 1.60915514, -0.39604546),
+        "ovrl": (-0.06766283, 1.11546468, 0.04602535),
+    }
+
+    def __init__(self):
+        from pathlib import Path
+
+        import onnxruntime
+        import speechmos
+        import torch
+
+        model = any_length(Path(speechmos.__file__).parent / "dnsmos_models" / "sig_bak_ovr.onnx")
+        options = onnxruntime.SessionOptions()  # the process's share of the cores (its own default: all of them)
+        options.intra_op_num_threads, options.inter_op_num_threads = torch.get_num_threads(), 1
+        self.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+    def __call__(self, audio16k: np.ndarray) -> dict[str, float]:
+        audio = np.clip(np.asarray(audio16k, dtype=np.float32), -1, 1)
+        if not len(audio):
+            return {}
+        audio = np.resize(audio, max(len(audio), int(self.MIN_SECONDS * RATE)))
+        raw = self.session.run(None, {"input_1": audio[None, : len(audio) // self.HOP * self.HOP]})[0][0]
+        return {
+            name: round(float(np.polyval(polynomial, value)), 3)
+            for (name, polynomial), value in zip(self.POLYNOMIALS.items(), raw, strict=True)
+        }
+
+
+class VoiceEncoder:
+    """Resemblyzer's GE2E encoder: a unit vector per piece of speech, the mean of those of its 1.6 s windows (which
+    overlap; one for a shorter piece); the dot product of two is their similarity. Both are given: a second voice over
+    part of a piece shows in its windows more than in their mean."""
+
+    def __init__(self):
+        import contextlib
+        import io
+        import warnings
+
+        with warnings.catch_warnings():  # webrtcvad, which it imports, warns of pkg_resources on every run
+            warnings.filterwarnings("ignore", "pkg_resources is deprecated", UserWarning)
+            from resemblyzer import VoiceEncoder as Encoder
+
+        with contextlib.redirect_stdout(io.StringIO()):  # it prints a line on loading
+            self.encoder = Encoder("cpu")
+
+    def __call__(self, audio16k: np.ndarray) -> tuple[list[float], list[list[float]]]:
+        voice, windows, _ = self.encoder.embed_utterance(audio16k, return_partials=True)
+        return [round(float(x), 5) for x in voice], [[round(float(x), 4) for x in window] for window in windows]
+
+
+def bandwidth(audio16k: np.ndarray) -> float | None:
+    """The highest frequency in Hz (at most 8000, the 16 kHz copy's) where the piece's average spectrum (Welch, 32 ms
+    windows, smoothed over 5 bins) is within BANDWIDTH_FLOOR_DB of its peak: about 7800 for full-band speech, 4000
+    for a telephone's 300-3400 Hz band however it is stored. None for less than one window."""
+    from scipy.signal import welch
+
+    if len(audio16k) < 512 or not np.any(audio16k):
+        return None
+    frequencies, power = welch(audio16k.astype(np.float64), RATE, nperseg=512)
+    power = np.convolve(power, np.ones(5) / 5, mode="same")
+    reached = np.flatnonzero(power >= power.max() * 10 ** (-BANDWIDTH_FLOOR_DB / 10))
+    return round(float(frequencies[reached[-1]]), 1)

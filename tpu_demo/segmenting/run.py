@@ -1,0 +1,224 @@
+"""The stages over one process's share of the recordings (each cached: an interrupted run continues), then, in the
+main process, the join and write for all of them at once (the voice and pace filters need every recording).
+"""
+
+import dataclasses
+import json
+from pathlib import Path
+
+from tpu_demo.cli import say
+from tpu_demo.data.metadata import write_corrections_table
+from tpu_demo.evaluation.intelligibility import normalise
+from tpu_demo.segmenting.align import align_text, alignment_key, aligns, give_texts
+from tpu_demo.segmenting.join import join, with_margins
+from tpu_demo.segmenting.judge import drop_other_voices, drop_unusual_pace, judge, needs_transcript
+from tpu_demo.segmenting.measure import Piece, measure, quality
+from tpu_demo.segmenting.read import RATE, levelled, read_recording, recordings_digest, without_dc
+from tpu_demo.segmenting.settings import recogniser, segment_settings, settings_fingerprint
+from tpu_demo.segmenting.stages import PARTS, TIMES, Models, Stages, span, timed
+from tpu_demo.segmenting.write import (
+    CORRECTIONS,
+    REPORT,
+    apply_corrections,
+    metadata_table,
+    read_corrections,
+    summarise,
+    text_digest,
+    write_clips,
+)
+
+TRANSCRIBED_COST = 5.0  # a recording's work if the recogniser hears it, over its work if its text is aligned
+
+
+def cut_and_measure(recording, stages: Stages, models: Models) -> tuple[list[Piece], object]:
+    with timed("read"):
+        audio16k, clipped, rate = read_recording(recording.path)
+    spans = models.get("vad")(audio16k)
+    with timed("measure"):
+        pieces = measure(audio16k, clipped, rate, spans)
+    value = {"seconds": len(audio16k) / RATE, "pieces": [dataclasses.asdict(piece) for piece in pieces]}
+    stages.save("pieces", stages.pieces_key, value)
+    return pieces, audio16k
+
+
+def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, settings, audio16k=None) -> None:
+    """DNSMOS scores and voice of the pieces the cheap measures keep (judge), those of earlier runs reused; a
+    threshold that keeps more measures only those, reading the recording again."""
+
+    judge(pieces, recording, settings)
+    measured = stages.load("quality", stages.quality_key) or {}
+    todo = [piece for piece in pieces if not piece.dropped and span(piece) not in measured]
+    if todo:
+        if audio16k is None:
+            with timed("read"):
+                audio16k = read_recording(recording.path)[0]
+        for piece in todo:
+            measured[span(piece)] = quality(audio16k, piece, models.get("dnsmos"), models.get("voice"))
+        stages.save("quality", stages.quality_key, measured)
+    with_quality(pieces, measured)
+
+
+def with_quality(pieces: list[Piece], measured: dict) -> None:
+    for piece in pieces:
+        found = measured.get(span(piece), {})
+        piece.dnsmos, piece.voice = found.get("dnsmos", {}), found.get("voice", [])
+        piece.voice_windows = found.get("voice_windows", [])
+
+
+def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, settings) -> None:
+    """Transcripts of the pieces that may be kept and have none yet; those of earlier runs are kept."""
+    import soundfile
+
+    judge(pieces, recording, settings)
+    found = stages.load("transcripts", stages.transcripts_key)
+    transcripts = found or {}
+    todo = [p for p in pieces if needs_transcript(p, recording, settings) and span(p) not in transcripts]
+    if not todo:
+        if found is None:  # none needed: said, so that no later run loads the recogniser for it
+            stages.save("transcripts", stages.transcripts_key, transcripts)
+        return
+    rate = soundfile.info(str(recording.path)).samplerate
+    for piece in todo:
+        start, stop = int(piece.start * rate), int(piece.end * rate)
+        audio, _ = soundfile.read(str(recording.path), start=start, stop=stop, dtype="float32", always_2d=True)
+        heard = levelled(without_dc(audio.mean(axis=1), rate), rate)  # as the other models hear it
+        transcripts[span(piece)] = models.get("recogniser")(heard, rate)
+    stages.save("transcripts", stages.transcripts_key, transcripts)
+
+
+def align_recording(recording, pieces: list[Piece], stages: Stages, models: Models) -> None:
+    """The recording's own text split over its pieces by aligning it to their audio (align_text); alignments of
+    earlier runs reused (a join setting aligns nothing again)."""
+    import soundfile
+
+    aligned = stages.load("alignments", stages.pieces_key) or {}
+    info = soundfile.info(str(recording.path))
+    before, rate = len(aligned), info.samplerate
+    # each piece with the margins its clip would get: a speech detector cuts tight, inside a last consonant
+    seconds = info.frames / rate
+    spans = {id(piece): with_margins(pieces, number, number, seconds) for number, piece in enumerate(pieces)}
+
+    def align_piece(piece, text):
+        start, end = spans[id(piece)]
+        found = aligned.get(alignment_key(start, end, text))
+        if found is None:
+            first, stop = round(start * rate), round(end * rate)
+            audio, _ = soundfile.read(str(recording.path), start=first, stop=stop, dtype="float32", always_2d=True)
+            heard = levelled(without_dc(audio.mean(axis=1), rate), rate)
+            found = aligned[alignment_key(start, end, text)] = models.get("aligner")(heard, rate, normalise(text))
+        return found
+
+    align_text(pieces, recording, align_piece)
+    if len(aligned) > before:
+        stages.save("alignments", stages.pieces_key, aligned)
+
+
+def shares(recordings, settings, processes: int) -> list[list]:
+    """The recordings split over `processes`, each of which has about the same work to do: the costliest first, each
+    to the process with the least (seconds of audio, TRANSCRIBED_COST times for those the recogniser hears); the same
+    split in every process, each share in the recordings' order."""
+    import soundfile
+
+    def cost(recording) -> float:
+        try:
+            seconds = soundfile.info(str(recording.path)).duration
+        except (RuntimeError, OSError):  # a format soundfile cannot open: its size, as 16 kHz 16-bit audio
+            seconds = recording.path.stat().st_size / 32000
+        return seconds * (1.0 if aligns(recording, settings) else TRANSCRIBED_COST)
+
+    costs, loads, owners = [cost(recording) for recording in recordings], [0.0] * processes, {}
+    for index in sorted(range(len(recordings)), key=lambda index: -costs[index]):
+        owners[index] = loads.index(min(loads))
+        loads[owners[index]] += costs[index]
+    return [[recording for index, recording in enumerate(recordings) if owners[index] == process]
+            for process in range(processes)]  # fmt: skip
+
+
+def segment_share(config, recordings, out: Path, state) -> None:
+    """This process's share of the recordings (`shares`): the stages not done yet with these settings."""
+    from tqdm.auto import tqdm
+
+    asr_model, settings = recogniser(config), config.recordings
+    share = shares(recordings, settings, state.num_processes)[state.process_index]
+    device = str(state.device) if state.device.type == "cuda" else "cpu"  # XLA: the host CPU, as for encoding
+    models = Models(config, device)
+    stages = [Stages(recording, out, settings, asr_model) for recording in share]
+    if any(stage.load("transcripts", stage.transcripts_key) is None for stage in stages):
+        models.get("recogniser")  # refused before any work, if it is no recogniser
+    out.mkdir(parents=True, exist_ok=True)
+    bar = tqdm(share, desc="segmenting", unit="recording", disable=not state.is_main_process)
+    done = 0
+    for recording, stage in zip(bar, stages, strict=True):
+        found = stage.pieces()
+        pieces, audio16k = cut_and_measure(recording, stage, models) if found is None else (found[0], None)
+        done += found is not None
+        qualify(recording, pieces, stage, models, settings, audio16k)
+        transcribe(recording, pieces, stage, models, settings)
+        if aligns(recording, settings):  # in each process: the join, in the main one, finds them done
+            align_recording(recording, pieces, stage, models)
+    if state.is_main_process and done:
+        whose = "this process's " if state.num_processes > 1 else ""
+        say(f"{done} of {whose}{len(share)} recording{'s' * (len(share) > 1)} cut and measured before (cached)")
+
+
+def share_times(out: Path, state) -> None:
+    """Every process's stage times, added up in the main one's (the report's seconds_by_stage: all the work, in
+    seconds of one core); a file each, as the stages' results are (a gather needs a backend XLA lacks)."""
+    times = out / PARTS / f"times.{state.process_index}.json"
+    if not state.is_main_process:
+        times.parent.mkdir(parents=True, exist_ok=True)
+        times.write_text(json.dumps(TIMES))
+    state.wait_for_everyone()
+    if state.is_main_process:
+        for index in range(1, state.num_processes):
+            other = times.with_name(f"times.{index}.json")
+            TIMES.update(json.loads(other.read_text()))
+            other.unlink()
+
+
+def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_removals: bool = False) -> dict:
+    """Every recording's pieces judged, joined into clips, written; metadata.csv and the report. The speaker check
+    and the pace filter need all recordings; the models are not needed."""
+    settings, asr_model, max_text_tokens = config.recordings, recogniser(config), config.data.max_text_tokens
+    pieces_of, seconds_of = {}, {}
+    for recording in recordings:
+        stages = Stages(recording, out, settings, asr_model)
+        pieces, seconds_of[recording.name] = stages.pieces()
+        with_quality(pieces, stages.load("quality", stages.quality_key) or {})
+        transcripts = stages.load("transcripts", stages.transcripts_key) or {}
+        judge(pieces, recording, settings)
+        for piece in pieces:
+            piece.transcript = transcripts.get(span(piece))
+        pieces_of[recording.name] = pieces
+    for speaker in {recording.speaker or recording.name for recording in recordings}:
+        by_recording = [pieces_of[r.name] for r in recordings if (r.speaker or r.name) == speaker]
+        drop_other_voices([p for group in by_recording for p in group], settings.min_speaker_similarity, by_recording)
+    clips, models = [], Models(config, "cpu")  # the aligner, for pieces no run aligned before
+    for recording in recordings:
+        if aligns(recording, settings):
+            align_recording(recording, pieces_of[recording.name], Stages(recording, out, settings, asr_model), models)
+        else:
+            give_texts(pieces_of[recording.name], recording, settings.max_asr_cer)
+        clips += join(pieces_of[recording.name], recording, seconds_of[recording.name], settings, max_text_tokens)
+    drop_unusual_pace(clips, settings.pace_tolerance)
+    metadata = out / "metadata.csv"
+    corrections, current = read_corrections(out, allow_removals)
+    if corrections:
+        write_corrections_table(out / CORRECTIONS, corrections)
+    applied = apply_corrections(clips, corrections)
+    kept = [clip for clip in clips if not clip.dropped]
+    with timed("write"):
+        write_clips(kept, recordings, out, settings.target_lufs)
+    table = metadata_table(kept, settings.segment_language)
+    summary = summarise(clips, len(recordings))
+    summary["skipped"] = unreadable
+    summary["seconds_by_stage"] = {stage: round(seconds, 2) for stage, seconds in sorted(TIMES.items())}
+    summary["corrections"] = {"applied": applied, "unmatched": len(corrections) - applied}
+    summary["settings"] = settings_fingerprint(settings, asr_model)
+    summary["segment_settings"] = segment_settings(settings, asr_model)  # named in training's refusal
+    summary["recordings_digest"] = recordings_digest(settings.recordings)
+    summary["metadata_sha256"] = text_digest(table)
+    summary["replaces_sha256"] = text_digest(current) if current is not None else None
+    (out / REPORT).write_text(json.dumps(summary, indent=1))
+    metadata.write_text(table, encoding="utf-8")  # after the report, which tells it from the user's edits
+    return summary

@@ -1,0 +1,201 @@
+"""The write stage: the kept clips as WAVs (BS.1770 loudness), metadata.csv, segment_report.json and its summary
+lines; the user's edits of metadata.csv kept in corrections.csv and applied on every run.
+"""
+
+import csv
+import hashlib
+import io
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from tpu_demo.data.metadata import decode, read_corrections_table, read_edits
+from tpu_demo.errors import FineTuneError
+from tpu_demo.segmenting.join import Clip
+from tpu_demo.segmenting.read import without_dc
+from tpu_demo.segmenting.settings import CORRECTIONS, PARTS, REPORT
+
+
+def text_digest(text: str) -> str:
+    """A table's digest, whatever its line ends (csv writes CRLF; an editor may save LF)."""
+    return hashlib.sha256("\n".join(text.splitlines()).encode()).hexdigest()
+
+
+def read_corrections(out: Path, allow_removals: bool = False) -> tuple[dict[tuple, str | None], str | None]:
+    """The user's texts by clip (recording, start, end), None for a clip removed: those of corrections.csv, and the
+    rows of metadata.csv edited or deleted since the last run wrote it, which join them; and metadata.csv's text as
+    it is now (None: there is none). A table that cannot be read as written is refused (tpu_demo.data.metadata)."""
+    path, corrections = out / CORRECTIONS, {}
+    if path.is_file():
+        corrections = read_corrections_table(path)
+    metadata = out / "metadata.csv"
+    if not metadata.is_file():
+        return corrections, None
+    table, _ = decode(metadata)
+    if not (out / REPORT).is_file():
+        raise FineTuneError(
+            f"{metadata}: no {REPORT} beside it, which tells your edits from what was written; move metadata.csv "
+            "out of the folder and run again (nothing was changed or deleted)"
+        )
+    previous = json.loads((out / REPORT).read_text())
+    # as written, or the one a run stopped before replacing: no edit
+    if text_digest(table) in (previous.get("metadata_sha256"), previous.get("replaces_sha256")):
+        return corrections, table
+    clips = previous.get("clips", [])
+    written = {clip["audio"]: clip for clip in clips if clip.get("audio") and not clip.get("dropped")}
+    edits = read_edits(metadata, {audio: clip["text"] for audio, clip in written.items()}, allow_removals)
+    for audio, clip in written.items():
+        key = (clip["recording"], clip["start"], clip["end"])
+        if audio in edits.removed:
+            corrections[key] = None
+        elif audio in edits.texts:
+            corrections[key] = edits.texts[audio]
+    return corrections, table
+
+
+def apply_corrections(clips, corrections: dict[tuple, str | None]) -> int:
+    """The user's texts, and removals, on the kept clips they name; returns how many applied."""
+    applied = 0
+    for clip in clips:
+        key = (clip.recording, clip.start, clip.end)
+        if key in corrections and not clip.dropped:
+            text = corrections[key]
+            if text is None:
+                clip.dropped = "removed by you"
+            else:
+                clip.text, clip.corrected = text, True
+            applied += 1
+    return applied
+
+
+def write_clips(kept, recordings, out: Path, target_lufs) -> None:
+    """The kept clips as WAVs at `target_lufs`; clips no longer kept leave the folder."""
+    path_of = {recording.name: recording.path for recording in recordings}
+    for clip in kept:
+        write_clip(clip, path_of[clip.recording], out, target_lufs)
+    written = {clip.audio for clip in kept}
+    for wav in (out / "clips").rglob("*.wav") if (out / "clips").is_dir() else []:
+        if str(wav.relative_to(out)) not in written:  # dropped now, or left by other settings
+            wav.unlink()
+
+
+def metadata_table(kept, language) -> str:
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["audio", "text", "speaker", "language"])
+    writer.writerows([clip.audio, clip.text, clip.speaker or "", language or ""] for clip in kept)
+    return table.getvalue()
+
+
+def report_lines(summary: dict, out: Path) -> list[str]:
+    kept = summary["kept"]
+    total = kept["seconds"] + sum(reason["seconds"] for reason in summary["dropped"].values())
+    dropped = "; ".join(f"{name} {d['clips']} ({d['seconds']:.1f} s)" for name, d in summary["dropped"].items())
+    speakers = "; ".join(f"{name} {s['clips']} ({s['seconds']:.1f} s)" for name, s in summary["speakers"].items())
+    lines = [
+        f"{summary['recordings']} recordings, {total:.1f} s of speech cut into clips: kept {kept['clips']} clips "
+        f"({kept['seconds']:.1f} s)",
+        f"dropped: {dropped or 'none'}",
+        f"kept per speaker: {speakers or 'none'}",
+    ]
+    aligned, unchecked = summary["aligned"], summary["unchecked"]
+    if aligned["clips"]:
+        lines.append(
+            f"texts aligned to their audio: {aligned['clips']} clips, the least alignment confidence "
+            f"{aligned['least_confidence']:.2f}"
+        )
+    if unchecked["clips"]:
+        lines.append(
+            f"{unchecked['clips']} kept clips ({unchecked['seconds']:.1f} s) carry the recogniser's transcript, "
+            "unchecked (no NAME.txt beside their recordings): proofread them in metadata.csv, or give the "
+            "recordings their text, which is aligned"
+        )
+    unmeasured = summary["unmeasured_snr"]
+    if unmeasured["clips"]:
+        lines.append(
+            f"{unmeasured['clips']} kept clips ({unmeasured['seconds']:.1f} s) have no SNR: their recordings hold no "
+            "pause of 0.3 s to measure the noise in (a file trimmed to its speech), so only DNSMOS judged their "
+            "noise: listen to them, or keep the recordings' pauses"
+        )
+    corrections = summary["corrections"]
+    if corrections["applied"] or corrections["unmatched"]:
+        lines.append(
+            f"your corrections: {corrections['applied']} applied; {corrections['unmatched']} match no clip cut "
+            f"with these settings (kept in {out / CORRECTIONS})"
+        )
+    return [*lines, f"dataset: {out / 'metadata.csv'}; every clip and why it was dropped: {out / REPORT}"]
+
+
+def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float) -> None:
+    """The clip's audio from the recording at `path`, without DC, loudness-normalised, as 16-bit WAV at the
+    recording's rate."""
+    import soundfile
+
+    rate = soundfile.info(str(path)).samplerate
+    audio, _ = soundfile.read(
+        str(path), start=int(clip.start * rate), stop=int(clip.end * rate), dtype="float32", always_2d=True
+    )
+    clip.audio = f"clips/{clip.recording}-{round(clip.start * 100):07d}.wav"
+    target = out_dir / clip.audio
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mono = without_dc(audio.mean(axis=1), rate)
+    soundfile.write(str(target), loudness_normalised(mono, rate, target_lufs), rate, subtype="PCM_16")
+
+
+def summarise(clips: list[Clip], recordings: int) -> dict:
+    """Counts and seconds kept and dropped, by reason (the reason's words before its figures) and by speaker; the
+    kept clips whose text was aligned (and the least confidence), those that carry a transcript unchecked, and
+    those whose SNR could not be measured."""
+    kept = [clip for clip in clips if not clip.dropped]
+    reasons = {}
+    for clip in clips:
+        if clip.dropped:
+            count, seconds = reasons.get(clip.dropped, (0, 0.0))
+            reasons[clip.dropped] = (count + 1, seconds + clip.seconds)
+    speakers = {}
+    for clip in kept:
+        count, seconds = speakers.get(clip.speaker or "-", (0, 0.0))
+        speakers[clip.speaker or "-"] = (count + 1, seconds + clip.seconds)
+    aligned = [clip.alignment for clip in kept if clip.alignment is not None]
+    unchecked = [clip for clip in kept if clip.alignment is None and not clip.corrected]
+    unmeasured = [clip for clip in kept if clip.snr_db is None]
+
+    def tally(some: list[Clip]) -> dict:
+        return {"clips": len(some), "seconds": round(sum(clip.seconds for clip in some), 2)}
+
+    return {
+        "recordings": recordings,
+        "kept": tally(kept),
+        "aligned": {"clips": len(aligned), "least_confidence": min(aligned, default=None)},
+        "unchecked": tally(unchecked),
+        "unmeasured_snr": tally(unmeasured),
+        "dropped": {reason: {"clips": n, "seconds": round(s, 2)} for reason, (n, s) in reasons.items()},
+        "speakers": {speaker: {"clips": n, "seconds": round(s, 2)} for speaker, (n, s) in speakers.items()},
+        "clips": [asdict(clip) for clip in clips],
+    }
+
+
+def loudness_normalised(audio: np.ndarray, rate: int, target_lufs: float) -> np.ndarray:
+    """`audio` at `target_lufs` integrated loudness (BS.1770), its peak kept at or below -1 dBFS."""
+    import pyloudnorm
+
+    loudness = pyloudnorm.Meter(rate).integrated_loudness(audio.astype(np.float64))
+    gain = 10 ** ((target_lufs - loudness) / 20) if np.isfinite(loudness) else 1.0
+    peak = float(np.abs(audio).max(initial=0.0)) * gain
+    if peak > 10 ** (-1 / 20):
+        gain *= 10 ** (-1 / 20) / peak
+    return (audio * gain).astype(np.float32)
+
+
+def output_folder(config) -> Path:
+    """The `dataset` folder the clips go to: new, or one this command wrote; never inside the recordings."""
+    out, source = Path(config.data.dataset).resolve(), Path(config.recordings.recordings).resolve()
+    if out == source or source in out.parents or out in source.parents:
+        raise FineTuneError(f"dataset {config.data.dataset}: must be a folder apart from the recordings {source}")
+    if out.is_dir() and any(out.iterdir()) and not ((out / PARTS).is_dir() or (out / REPORT).is_file()):
+        raise FineTuneError(
+            f"dataset {config.data.dataset}: holds files tpu_demo.segment did not write; give a new folder"
+        )
+    return out
