@@ -14,22 +14,25 @@ from tpu_demo.evaluation.intelligibility import normalise
 from tpu_demo.model.tokens import TEXT_TAGS
 from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.read import RATE, Recording, to_model_rate
+from tpu_demo.segmenting.spoken import ABBREVIATION, SOUND, is_sound, pronunciations, spoken_text, tokens
 from tpu_demo.segmenting.transcribe import pcm16
 
 UNIT_END = re.compile(r"[.!?;:,][\"')\]]*$")  # a written word that ends a unit of text (text_units)
 SEARCH_SKIP, SEARCH_UNITS, SEARCH_TRIES = 2, 4, 6  # align_text's search for each piece's part of the text
+RESYNC_TRIES = 60  # parts tried anywhere in the text for a piece the search near the last aligned one missed
+RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way: a short one ("Yes.") fits anywhere
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 TURN = re.compile(r"^\[S\d\]$")
-ALIGNER = "a4"  # the version of speech_models.Aligner's judgement: a change here aligns every piece again
+ALIGNER = "a5"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
     """(normalised word, what is written) pairs; a tag (`[S2]`) travels with the word after it, a token of no word
     (a dash) with the word before it."""
     pairs, ahead = [], []
-    for token in text.split():
-        word = normalise(token)
+    for token in tokens(text):
+        word = SOUND if is_sound(token) else normalise(token)
         if TEXT_TAGS.fullmatch(token) or (not word and not pairs):
             ahead.append(token)
         elif not word:
@@ -74,8 +77,11 @@ def split_by_transcripts(text: str, transcripts: list[str]) -> list[str]:
     return [" ".join(part) for part in parts]
 
 
-def spoken_characters(text: str) -> int:
-    return len(normalise(text).replace(" ", ""))
+def spoken_characters(text: str, language: str | None = None) -> int:
+    """The characters of the words said for `text` (English: its numbers, dates and abbreviations as said)."""
+    if language and not language.lower().startswith("en"):
+        return len(normalise(text).replace(" ", ""))
+    return len(spoken_text(text).replace(" ", "").replace(SOUND, ""))
 
 
 def disagreement(text: str, transcript: str) -> float:
@@ -109,7 +115,7 @@ def give_texts(pieces: list[Piece], recording: Recording, max_asr_cer: float) ->
 def alignment_key(start: float, end: float, text: str) -> str:
     """A forced alignment of a text to a span of a recording is cached by the span, the words of the text and the
     aligner's version (ALIGNER)."""
-    return f"{ALIGNER} {start:.3f}-{end:.3f} {hashlib.sha256(normalise(text).encode()).hexdigest()[:16]}"
+    return f"{ALIGNER} {start:.3f}-{end:.3f} {hashlib.sha256(spoken_text(text).encode()).hexdigest()[:16]}"
 
 
 def aligns(recording: Recording, settings) -> bool:
@@ -122,10 +128,13 @@ def aligns(recording: Recording, settings) -> bool:
 def text_units(text: str) -> list[list[tuple[str, str]]]:
     """The text's words (`words_of`) in units that end at punctuation (. ! ? ; : ,): where pauses fall, and so where
     pieces start and end."""
-    units, unit = [], []
-    for pair in words_of(text):
+    units, unit, pairs = [], [], words_of(text)
+    for number, pair in enumerate(pairs):
         unit.append(pair)
-        if UNIT_END.search(pair[1]):
+        last, following = pair[1].split()[-1], pairs[number + 1][1] if number + 1 < len(pairs) else ""
+        # no end after a title or an initial ("Dr. Okafor"), nor at a comma inside a date or a number ("3rd, 2021")
+        inside = ABBREVIATION.match(last) or (last.endswith(",") and following[:1].isdigit())
+        if UNIT_END.search(last) and not inside:
             units.append(unit)
             unit = []
     return units + ([unit] if unit else [])
@@ -143,50 +152,83 @@ def unit_texts(units) -> list[str]:
 
 def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
     """Each piece's part of its recording's own text, found by aligning candidate parts to its audio (`align_piece
-    (piece, text)`: speech_models.Aligner's result): from where the previous piece's part ended, skipping up to
-    SEARCH_SKIP units (text said in no piece, or in a piece that did not align), of 1 to SEARCH_UNITS units, the
-    likeliest by the pace of the pieces aligned so far (before any, the recording's: all its pieces' seconds over
-    all its text's characters) first; the first that aligns without a problem is the piece's. A piece none of the
-    SEARCH_TRIES likeliest parts aligns to is dropped as `uncertain alignment` rather than kept with guessed text,
-    and its words go to no other piece. Each piece carries its alignment's confidence."""
+    (piece, text)`: Aligner's result). Near where the previous aligned piece's part ended: parts of 1 to SEARCH_UNITS
+    units, skipping up to SEARCH_SKIP units (text said in no piece) plus those the pieces that did not align since
+    would have said at the pace so far (before any, the recording's: its speech over its text), the likeliest first
+    (its characters against the piece's length; a skip of none, or of the units those pieces said), at most
+    SEARCH_TRIES. Where none aligns, the text re-synchronises: parts of about the piece's length anywhere in the text
+    not yet given to a piece (a reordered or skipped block), the nearest first, at most RESYNC_TRIES. The first part
+    that aligns without a problem is the piece's; a piece none aligns to is dropped as `uncertain alignment` rather
+    than kept with guessed text, and costs only itself. Each piece carries its alignment's confidence."""
     units = text_units(recording.text)
-    texts, at, paces = unit_texts(units), 0, []
-    characters = [sum(len(word) for word, _ in unit) for unit in units]
-    # until a piece aligns, the recording's own pace: all its speech over all its text (a fast speaker's first
-    # piece holds more text than a usual pace would put in it)
+    texts, at, paces, used = unit_texts(units), 0, [], [False] * len(units)
+    characters = [spoken_characters(unit) for unit in texts]
     speech, written = sum(piece.end - piece.start for piece in pieces), sum(characters)
     first_pace = speech / written if speech and written else SECONDS_PER_CHARACTER
+    lost = 0.0  # seconds of the pieces since the last that aligned
     for piece in pieces:
-        seconds = piece.end - piece.start
-        expected = seconds / (float(np.median(paces)) if paces else first_pace)
-        candidates = [(skip, length) for skip in range(SEARCH_SKIP + 1) for length in range(1, SEARCH_UNITS + 1)
-                      if at + skip + length <= len(units)]  # fmt: skip
+        seconds, pace = piece.end - piece.start, float(np.median(paces)) if paces else first_pace
+        expected, missed = seconds / pace, units_within(characters, at, lost / pace)
+        candidates = [(at + skip, length) for skip in range(SEARCH_SKIP + missed + 1)
+                      for length in range(1, SEARCH_UNITS + 1)]  # fmt: skip
 
-        def likely(candidate, expected=expected, at=at):
-            skip, length = candidate
-            said = sum(characters[at + skip : at + skip + length])
-            return abs(said - expected) / max(expected, 1.0) + 0.25 * skip
+        def likely(candidate, expected=expected, at=at, missed=missed):
+            start, length = candidate
+            said = sum(characters[start : start + length])
+            return abs(said - expected) / max(expected, 1.0) + 0.25 * min(start - at, abs(start - at - missed))
 
-        first_failure = None
-        for skip, length in sorted(candidates, key=likely)[:SEARCH_TRIES]:
-            part = joined_text(texts[at + skip : at + skip + length])
-            found = align_piece(piece, part)
-            if not found["problem"]:
-                piece.text, piece.alignment = part, found["confidence"]
-                paces.append(seconds / max(spoken_characters(part), 1))
-                at += skip + length
-                break
-            first_failure = first_failure or found
-        else:
-            piece.alignment = first_failure["confidence"] if first_failure else None
-            if not piece.dropped:
-                piece.dropped = "uncertain alignment"
-                piece.detail = (
-                    f"no part of its recording's text aligns: {first_failure['problem']} (alignment confidence "
-                    f"{first_failure['confidence']:.2f})"
-                    if first_failure
-                    else "none of its recording's text is left to align"
-                )
+        tries = sorted((c for c in candidates if free(used, *c)), key=likely)[:SEARCH_TRIES]
+        found, first_failure = first_aligned(piece, tries, texts, align_piece)
+        if found is None:  # re-synchronise: about the piece's length, anywhere in the text not yet given
+            near = [(start, length) for start in range(len(units)) for length in range(1, SEARCH_UNITS + 1)
+                    if (start, length) not in tries and free(used, start, length)
+                    and abs(sum(characters[start : start + length]) - expected) <= 0.35 * expected
+                    and sum(characters[start : start + length]) >= RESYNC_CHARACTERS]  # fmt: skip
+            near.sort(key=lambda candidate: (abs(candidate[0] - at), likely(candidate)))
+            found, _ = first_aligned(piece, near[:RESYNC_TRIES], texts, align_piece)
+        if found is not None:
+            (start, length), part, result = found
+            piece.text, piece.alignment = part, result["confidence"]
+            paces.append(seconds / max(spoken_characters(part), 1))
+            used[start : start + length] = [True] * length
+            at, lost = start + length, 0.0
+            continue
+        lost += seconds
+        piece.alignment = first_failure["confidence"] if first_failure else None
+        if not piece.dropped:
+            piece.dropped = "uncertain alignment"
+            piece.detail = (
+                f"no part of its recording's text aligns: {first_failure['problem']} (alignment confidence "
+                f"{first_failure['confidence']:.2f})"
+                if first_failure
+                else "none of its recording's text is left to align"
+            )
+
+
+def units_within(characters: list[int], at: int, said: float) -> int:
+    """How many units from `at` hold about `said` characters (the text of pieces that did not align)."""
+    count, total = 0, 0.0
+    while at + count < len(characters) and total + characters[at + count] / 2 <= said:
+        total += characters[at + count]
+        count += 1
+    return count
+
+
+def free(used: list[bool], start: int, length: int) -> bool:
+    return start + length <= len(used) and not any(used[start : start + length])
+
+
+def first_aligned(piece, candidates, texts, align_piece):
+    """The first of `candidates` (start, length) whose part aligns to the piece: (candidate, part, result), or None;
+    and the first failure's result."""
+    first_failure = None
+    for start, length in candidates:
+        part = joined_text(texts[start : start + length])
+        result = align_piece(piece, part)
+        if not result["problem"]:
+            return ((start, length), part, result), first_failure
+        first_failure = first_failure or result
+    return None, first_failure
 
 
 def joined_text(parts: list[str]) -> str:
@@ -208,9 +250,15 @@ def loud_frames(audio16k: np.ndarray, frame: int, quiet_db: float) -> np.ndarray
     return levels > (np.percentile(levels, 95) - quiet_db if len(levels) else 0.0)
 
 
-def known(decoder, word: str) -> bool:
-    """Whether `word` is in the decoder's dictionary, or made so: a compound of two words it holds ("windowsill")."""
+def known(decoder, word: str, guesses: list[str] | None = None) -> bool:
+    """Whether `word` is in the decoder's dictionary, or made so: with the pronunciations `guesses` (gruut's and
+    espeak-ng's of a name, or a word of gruut's lexicon the decoder's lacks; the alignment takes the one the audio
+    fits), else as a compound of two words it holds ("windowsill")."""
     if decoder.lookup_word(word) is not None:
+        return True
+    for number, phones in enumerate(guesses or []):
+        decoder.add_word(word if not number else f"{word}({number + 1})", phones, True)
+    if guesses:
         return True
     for cut in range(2, len(word) - 1):
         head, tail = decoder.lookup_word(word[:cut]), decoder.lookup_word(word[cut:])
@@ -266,11 +314,13 @@ class Aligner:
         return self.decoders[frame]
 
     def __call__(self, audio: np.ndarray, rate: int, text: str) -> dict:
-        words = text.split()
+        """`text` as written: its spoken words (spoken.spoken) are aligned, a word the dictionary lacks with the
+        pronunciation gruut gives it; a non-verbal tag as a sound."""
+        words, given = spoken_text(text).split(), pronunciations(text)
         if not words:
             return {"confidence": 0.0, "problem": "no words to align"}
         decoder = self.decoder_at(self.FRAME)
-        unknown = [word for word in dict.fromkeys(words) if not known(decoder, word)]
+        unknown = [word for word in dict.fromkeys(words) if not known(decoder, word, given.get(word))]
         if unknown:
             return {"confidence": 0.0, "problem": f"not in the aligner's dictionary: {' '.join(unknown[:3])}"}
         audio16k = to_model_rate(audio, rate)
@@ -278,7 +328,7 @@ class Aligner:
         if sum(phones(decoder, word) for word in words) / seconds > self.FAST_PHONES:
             frame, decoder = self.FRAME / 2, self.decoder_at(self.FRAME / 2)
             for word in dict.fromkeys(words):
-                known(decoder, word)
+                known(decoder, word, given.get(word))
         try:
             decoder.set_align_text(" ".join(words))
             decoder.start_utt()
@@ -294,7 +344,7 @@ class Aligner:
             return {"confidence": 0.0, "problem": "the text does not align with the audio"}
         loud = loud_frames(audio16k, round(frame * RATE), self.QUIET_DB)
         aligned = [segment.word.split("(")[0] for segment in segments if not segment.word.startswith(("<", "["))]
-        missing = list((Counter(words) - Counter(aligned)).elements())
+        missing = list((Counter(word for word in words if word != SOUND) - Counter(aligned)).elements())
         unexplained = 0.1 * len(missing)
         problems = [f"{' '.join(repr(word) for word in missing[:3])} aligned nowhere"] if missing else []
         for number, segment in enumerate(segments):

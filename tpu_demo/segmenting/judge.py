@@ -114,7 +114,7 @@ def drop_overlaps(kept: list[Piece], recordings: list[list[Piece]]) -> None:
                 )
 
 
-def drop_unusual_pace(clips: list[Clip], tolerance: float) -> None:
+def drop_unusual_pace(clips: list[Clip], tolerance: float, language: str | None = None) -> None:
     """Drops the kept clips whose seconds per character are more than `tolerance` times off the median of their
     speaker's kept clips (of their recording where it has no speaker folder): one speaker's pace is not another's."""
     speakers = {}
@@ -122,11 +122,11 @@ def drop_unusual_pace(clips: list[Clip], tolerance: float) -> None:
         if not clip.dropped:
             speakers.setdefault(clip.speaker or clip.recording, []).append(clip)
     for kept in speakers.values():
-        drop_off_pace(kept, tolerance)
+        drop_off_pace(kept, tolerance, language)
 
 
-def drop_off_pace(kept: list[Clip], tolerance: float) -> None:
-    paces = [clip.seconds / max(spoken_characters(clip.text), 1) for clip in kept]
+def drop_off_pace(kept: list[Clip], tolerance: float, language: str | None = None) -> None:
+    paces = [clip.seconds / max(spoken_characters(clip.text, language), 1) for clip in kept]
     median = float(np.median(paces))
     for clip, pace in zip(kept, paces, strict=True):
         if not median / tolerance <= pace <= median * tolerance:

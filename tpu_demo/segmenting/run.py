@@ -8,7 +8,6 @@ from pathlib import Path
 
 from tpu_demo.cli import say
 from tpu_demo.data.metadata import write_corrections_table
-from tpu_demo.evaluation.intelligibility import normalise
 from tpu_demo.segmenting.align import align_text, alignment_key, aligns, give_texts
 from tpu_demo.segmenting.join import join, with_margins
 from tpu_demo.segmenting.judge import drop_other_voices, drop_unusual_pace, judge, needs_transcript
@@ -105,7 +104,7 @@ def align_recording(recording, pieces: list[Piece], stages: Stages, models: Mode
             first, stop = round(start * rate), round(end * rate)
             audio, _ = soundfile.read(str(recording.path), start=first, stop=stop, dtype="float32", always_2d=True)
             heard = levelled(without_dc(audio.mean(axis=1), rate), rate)
-            found = aligned[alignment_key(start, end, text)] = models.get("aligner")(heard, rate, normalise(text))
+            found = aligned[alignment_key(start, end, text)] = models.get("aligner")(heard, rate, text)
         return found
 
     align_text(pieces, recording, align_piece)
@@ -200,7 +199,7 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
         else:
             give_texts(pieces_of[recording.name], recording, settings.max_asr_cer)
         clips += join(pieces_of[recording.name], recording, seconds_of[recording.name], settings, max_text_tokens)
-    drop_unusual_pace(clips, settings.pace_tolerance)
+    drop_unusual_pace(clips, settings.pace_tolerance, settings.segment_language)
     metadata = out / "metadata.csv"
     corrections, current = read_corrections(out, allow_removals)
     if corrections:

@@ -1,0 +1,87 @@
+"""Transcripts as people write them (tpu_demo.segmenting.spoken, align): numbers, money, dates, ordinals, times,
+titles, acronyms, units and names are aligned as they are said and kept as written; a piece that does not align
+costs only itself, and the text re-synchronises after it."""
+
+import pytest
+
+from tests import planted_speech
+from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, scores_by_recording, segmented
+from tests.testing_utils import require_dia
+
+pytestmark = require_dia
+
+
+@pytest.fixture
+def gruut():
+    return pytest.importorskip("gruut", reason="written forms are read by gruut: pip install '.[speech]'")
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("Dr. Okafor paid $42.50 on March 3rd, 2021.",
+         "doctor okafor paid forty two dollars fifty cents on march third twenty twenty one"),
+        ("Mr. Smith lives on Elm St. with 2 cats.", "mister smith lives on elm street with two cats"),
+        ("About 5% of 1,200 voted.", "about five percent of one thousand two hundred voted"),
+        ("Page 143.", "page one hundred forty three"),  # the "and" a normaliser adds, many readers do not say
+        ("The 1990s, the FBI and NASA.", "the nineteen nineties the fbi and nasa"),  # the dictionary's acronyms
+        ("The U.S. team at 7 pm.", "the u. s. team at seven p. m."),  # letters said by their names
+        ("Prof. Nguyen: 3 classes & 2 labs, 5 kg, #1, 24/7.",
+         "professor nguyen three classes and two labs five kilograms number one twenty four seven"),
+        ("[S1] Well, (laughs) I see. [S2] (clears throat) Yes.", "well [NOISE] i. see [NOISE] yes"),
+    ],
+)  # fmt: skip
+def test_written_forms_are_aligned_as_they_are_said(gruut, written, said):
+    from tpu_demo.segmenting.spoken import spoken_text
+
+    assert spoken_text(written) == said
+
+
+def test_a_name_the_dictionary_lacks_gets_a_pronunciation(gruut):
+    from tpu_demo.segmenting.spoken import pronunciations
+
+    found = pronunciations("Okafor met Eze.")
+    assert set(found) == {"okafor", "eze"} and all(found.values())  # "met" is the dictionary's
+    assert pronunciations("x²") == {}  # no reading: the aligner says it is not in its dictionary
+
+
+def test_units_end_at_sentences_not_inside_titles_or_dates(gruut):
+    from tpu_demo.segmenting.align import text_units, unit_texts
+
+    units = unit_texts(text_units("Dr. Okafor paid on March 3rd, 2021. Then J. K. Rowling spoke, briefly."))
+    assert units == ["[S1] Dr. Okafor paid on March 3rd, 2021.", "[S1] Then J. K. Rowling spoke,", "[S1] briefly."]
+
+
+def test_a_piece_that_does_not_align_costs_only_itself_and_a_reordered_block_is_found(gruut):
+    # the script's sentences A..H; read A B, then a sentence the aligner cannot read (its piece fails), then E F G
+    # before C D (a block read out of order), then H. Nothing after the unreadable sentence was lost before
+    from tpu_demo.evaluation.intelligibility import normalise
+    from tpu_demo.segmenting.align import align_text
+
+    script = [f"Sentence {name} is said here by the reader at a steady pace." for name in "ABCDEFGH"]
+    order = ["A", "B", None, "E", "F", "G", "C", "D", "H"]
+    found = pieces(*[(3.0 * number, 3.0 * number + 2.5) for number in range(len(order))])
+
+    def align_piece(piece, text):
+        said = order[round(piece.start / 3.0)]
+        right = said is not None and normalise(text) == normalise(script["ABCDEFGH".index(said)])
+        return {"confidence": 1.0 if right else 0.0, "problem": None if right else "the text does not align"}
+
+    align_text(found, recording("[S1] " + " ".join(script)), align_piece)
+    kept = [piece.text.split()[2] if piece.text else None for piece in found]
+    assert kept == order
+    assert [piece.dropped for piece in found] == [None, None, "uncertain alignment", *[None] * 6]
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_script_with_numbers_and_names_keeps_its_speech_with_the_words_said(tmp_path):
+    needs_speech_models()
+    pytest.importorskip("gruut", reason="written forms are read by gruut: pip install '.[speech]'")
+    truth = planted_speech.write_written_forms(tmp_path / "recordings")
+    report = segmented(tmp_path / "recordings", tmp_path / "out")
+    scores = scores_by_recording(truth, report)
+    for name, row in scores.items():
+        assert row["good_kept"] >= 0.9 * row["good_seconds"], (name, row)
+        assert row["wrong_text"] == 0 and row["cuts_inside"] == 0, (name, row)
+    kept = [clip for clip in report["clips"] if clip["recording"] == "forms/script" and not clip["dropped"]]
+    assert any("$42.50 on March 3rd, 2021." in clip["text"] for clip in kept)  # kept as written

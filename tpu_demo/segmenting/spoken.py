@@ -1,0 +1,195 @@
+"""Text as written to what a reader says, for the aligner: numbers, money, dates, ordinals, times, abbreviations and
+symbols in their spoken words (gruut's English normaliser), each word with a pronunciation in the aligner's phones
+(CMU ARPAbet: gruut's lexicon, else its grapheme-to-phoneme model), so that a name or a word the aligner's
+dictionary lacks is aligned instead of failing its piece. The kept text stays as written; only alignment uses this.
+
+Dia's non-verbal tags (`(laughs)`, `(coughs)`, ...) are sounds, not words: each is aligned as a non-speech sound."""
+
+import functools
+import re
+
+from tpu_demo.model.tokens import TEXT_TAGS
+
+# Dia-1.6B's non-verbal tags (its model card); what is written between brackets otherwise is read as words
+NON_VERBAL = (
+    "laughs|clears throat|sighs|gasps|coughs|singing|sings|mumbles|beep|groans|sniffs|claps|screams|inhales|"
+    "exhales|applause|burps|humming|sneezes|chuckle|whistles"
+)
+NON_VERBAL_TAG = re.compile(rf"\((?:{NON_VERBAL})\)", re.IGNORECASE)
+TOKEN = re.compile(rf"{NON_VERBAL_TAG.pattern}\S*|\S+", re.IGNORECASE)  # a written token; a tag is one
+SOUND = "[NOISE]"  # pocketsphinx's filler word for a sound that is not speech: what a non-verbal tag aligns as
+# a period that ends no sentence: a title before a name, a street, an initial ("J. K. Rowling")
+ABBREVIATION = re.compile(
+    r"^(?:mr|mrs|ms|dr|prof|st|jr|sr|vs|etc|mt|ft|no|vol|fig|approx|dept|gen|capt|sgt|lt|col|gov|sen|rev|fr|supt|[a-z])\.$",
+    re.I,
+)
+
+IPA_TO_ARPABET = {  # gruut's English phonemes (stress marks and lengths dropped) to CMU's
+    "ɑ": "AA", "æ": "AE", "ʌ": "AH", "ə": "AH", "ɔ": "AO", "aʊ": "AW", "aɪ": "AY", "ɛ": "EH", "ɚ": "ER", "ɝ": "ER",
+    "eɪ": "EY", "ɪ": "IH", "i": "IY", "oʊ": "OW", "ɔɪ": "OY", "ʊ": "UH", "u": "UW", "b": "B", "t͡ʃ": "CH", "d": "D",
+    "ð": "DH", "f": "F", "ɡ": "G", "g": "G", "h": "HH", "d͡ʒ": "JH", "k": "K", "l": "L", "m": "M", "n": "N",
+    "ŋ": "NG", "p": "P", "ɹ": "R", "r": "R", "s": "S", "ʃ": "SH", "t": "T", "θ": "TH", "v": "V", "w": "W", "j": "Y",
+    "z": "Z", "ʒ": "ZH", "ɾ": "D", "ʔ": "T", "o": "OW", "e": "EY", "a": "AA", "ɐ": "AH", "ɒ": "AA", "ɜ": "ER",
+    "l̩": "L", "n̩": "N", "m̩": "M", "ɫ": "L", "x": "K", "ᵻ": "IH", "ɬ": "L", "ɪ̈": "IH", "əl": "AH L",
+}  # fmt: skip
+
+
+ACRONYM = re.compile(r"^([\"'(\[]*)([A-Z]{3,})([^A-Za-z]*)$")  # NASA, FBI: a word, or spelled, as the dictionary says
+
+
+@functools.cache
+def dictionary_words() -> frozenset[str]:
+    """The words of the aligner's dictionary (pocketsphinx's CMU dictionary, in its wheel)."""
+    from pathlib import Path
+
+    import pocketsphinx
+
+    path = Path(pocketsphinx.__file__).parent / "model" / "en-us" / "cmudict-en-us.dict"
+    return frozenset(line.split(" ", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
+
+
+def as_read(token: str) -> str:
+    """An acronym the dictionary holds as a word, in lower case: read as the dictionary says ("NASA" a word, "FBI"
+    spelled), where gruut would spell every one."""
+    found = ACRONYM.match(token)
+    if found and found.group(2).lower() in dictionary_words():
+        return f"{found.group(1)}{found.group(2).lower()}{found.group(3)}"
+    return token
+
+
+UNITS = {  # after a number, as read (gruut reads numbers, not these)
+    "kg": "kilograms", "g": "grams", "km": "kilometers", "m": "meters", "cm": "centimeters", "mm": "millimeters",
+    "mph": "miles per hour", "lb": "pounds", "lbs": "pounds", "oz": "ounces", "ml": "milliliters", "°c": "degrees",
+    "°f": "degrees", "°": "degrees", "kb": "kilobytes", "mb": "megabytes", "gb": "gigabytes", "hz": "hertz",
+    "khz": "kilohertz",
+}  # fmt: skip
+TITLES = {  # before a name, as read (gruut reads Dr., Mr., Mrs., St.)
+    "Prof": "Professor", "Gen": "General", "Capt": "Captain", "Sgt": "Sergeant", "Lt": "Lieutenant", "Col": "Colonel",
+    "Gov": "Governor", "Sen": "Senator", "Rev": "Reverend", "Fr": "Father", "Supt": "Superintendent", "Ms": "Miz",
+}  # fmt: skip
+SYMBOLS = [  # written forms gruut leaves as they are, as a reader says them
+    (re.compile(r"(?<=\d)\s*(" + "|".join(sorted(map(re.escape, UNITS), key=len, reverse=True)) + r")\b", re.I),
+     lambda found: " " + UNITS[found.group(1).lower()]),
+    (re.compile(r"\b(\d{2})(\d0)'?s\b"), lambda found: decade(found.group(1) + found.group(2))),  # the 1990s
+    (re.compile(r"(?<=\d)\s*([ap])\.?m\b\.?", re.I), lambda found: f" {found.group(1).upper()}M"),  # 7 pm: AM, spelled
+    (re.compile(r"\b(" + "|".join(TITLES) + r")\.(?=\s)"), lambda found: TITLES[found.group(1)]),
+    (re.compile(r"#(?=\d)"), lambda found: "number "),
+    (re.compile(r"\s*&\s*"), lambda found: " and "),
+    (re.compile(r"(?<=\d)/(?=\d)"), lambda found: " "),  # 50/50, 24/7
+]  # fmt: skip
+LARGE = {"hundred", "thousand", "million", "billion"}
+NUMBER_WORDS = {
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen",
+    "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty", "forty", "fifty",
+    "sixty", "seventy", "eighty", "ninety",
+}  # fmt: skip
+READ_AS_WORD = re.compile(r"^[a-z][a-z'.]*$")  # a word gruut's grapheme-to-phoneme model may pronounce
+
+
+def decade(year: str) -> str:
+    """ "1990" as "nineteen nineties"."""
+    from num2words import num2words
+
+    words = num2words(int(year), to="year").replace("-", " ").split()
+    last = words[-1]
+    words[-1] = f"{last[:-1]}ies" if last.endswith("y") else f"{last}s"
+    return " ".join(words)
+
+
+def readable(text: str) -> str:
+    for pattern, replacement in SYMBOLS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def tokens(text: str) -> list[str]:
+    """`text`'s written tokens: whitespace apart, a non-verbal tag (`(clears throat)`) one token."""
+    return TOKEN.findall(text)
+
+
+def is_sound(token: str) -> bool:
+    return NON_VERBAL_TAG.match(token) is not None
+
+
+def arpabet(phonemes: list[str]) -> str | None:
+    """gruut's IPA phonemes of a word as CMU phones; None if one has no CMU phone."""
+    found = []
+    for phoneme in phonemes:
+        bare = phoneme.translate(str.maketrans("", "", "ˈˌːˑ"))
+        if bare in ("", "|", "‖"):
+            continue
+        if bare not in IPA_TO_ARPABET:
+            return None
+        found.append(IPA_TO_ARPABET[bare])
+    return " ".join(found) or None
+
+
+@functools.lru_cache(maxsize=4096)
+def espeak_pronunciation(word: str) -> str | None:
+    """espeak-ng's reading of `word` in CMU phones, where espeak-ng is installed: a second guess at a name's
+    pronunciation (gruut's model says "Eze" as "ease", espeak-ng as "ez"); None where it is not, or has no reading."""
+    import shutil
+    import subprocess
+
+    program = shutil.which("espeak-ng")
+    if not program or not READ_AS_WORD.match(word):
+        return None
+    try:
+        found = subprocess.run([program, "-q", "-v", "en-us", "--ipa", "--sep=_", word], capture_output=True,
+                               text=True, timeout=10, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return arpabet([phone for chunk in found.split() for phone in chunk.split("_")])
+
+
+@functools.lru_cache(maxsize=65536)
+def spoken(text: str) -> tuple[tuple[str, str | None], ...]:
+    """The words a reader says for `text` as written, lower case, each with its pronunciation (ARPAbet, None where
+    gruut has none); a non-verbal tag is SOUND; speaker and language tags say nothing."""
+    import gruut
+
+    said, words = [], []
+
+    def flush():
+        if words:
+            line = " ".join(words)
+            for sentence in gruut.sentences(line, lang="en-us", major_breaks=False, minor_breaks=False):
+                for word in sentence:
+                    if not (word.is_spoken and word.text.strip()):
+                        continue
+                    phonemes = word.phonemes or []
+                    if len(word.text) == 1 and word.text.isalpha() and any("ˈ" in p for p in phonemes):
+                        said.append((f"{word.text.lower()}.", arpabet(phonemes)))  # a letter said by its name
+                        continue
+                    for part in word.text.lower().replace("-", " ").split():
+                        whole = " " not in word.text.replace("-", " ") and READ_AS_WORD.match(part)
+                        said.append((part, arpabet(phonemes) if whole else None))
+            words.clear()
+
+    for token in tokens(readable(TEXT_TAGS.sub(" ", text))):
+        if is_sound(token):
+            flush()
+            said.append((SOUND, None))
+        else:
+            words.append(as_read(token))
+    flush()
+    return tuple(
+        pair for number, pair in enumerate(said)
+        if not (pair[0] == "and" and 0 < number < len(said) - 1 and said[number - 1][0] in LARGE
+                and said[number + 1][0] in NUMBER_WORDS and not re.search(r"\band\b", text, re.I))
+    )  # fmt: skip
+
+
+def spoken_text(text: str) -> str:
+    """The words `spoken` says, as one line: what the aligner aligns."""
+    return " ".join(word for word, _ in spoken(text))
+
+
+def pronunciations(text: str) -> dict[str, list[str]]:
+    """Each spoken word of `text` with the pronunciations gruut (its lexicon, else its model) and espeak-ng give it,
+    for a word the aligner's dictionary lacks (the aligner takes the one the audio fits)."""
+    found = {}
+    for word, phones in spoken(text):
+        if word not in dictionary_words():
+            found[word] = list(dict.fromkeys(guess for guess in (phones, espeak_pronunciation(word)) if guess))
+    return {word: guesses for word, guesses in found.items() if guesses}
