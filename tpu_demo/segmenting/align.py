@@ -19,11 +19,13 @@ from tpu_demo.segmenting.transcribe import pcm16
 
 UNIT_END = re.compile(r"[.!?;:,][\"')\]]*$")  # a written word that ends a unit of text (text_units)
 SEARCH_SKIP, SEARCH_UNITS, SEARCH_TRIES = 2, 4, 6  # align_text's search for each piece's part of the text
+SOUND_CHARACTERS = 15  # a non-verbal sound (a laugh) lasts about as long as this many characters said
 RESYNC_TRIES = 60  # parts tried anywhere in the text for a piece the search near the last aligned one missed
 RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way: a short one ("Yes.") fits anywhere
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 TURN = re.compile(r"^\[S\d\]$")
+TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
 ALIGNER = "a5"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
@@ -81,7 +83,8 @@ def spoken_characters(text: str, language: str | None = None) -> int:
     """The characters of the words said for `text` (English: its numbers, dates and abbreviations as said)."""
     if language and not language.lower().startswith("en"):
         return len(normalise(text).replace(" ", ""))
-    return len(spoken_text(text).replace(" ", "").replace(SOUND, ""))
+    words = spoken_text(text).split()
+    return sum(SOUND_CHARACTERS if word == SOUND else len(word) for word in words)
 
 
 def disagreement(text: str, transcript: str) -> float:
@@ -107,7 +110,7 @@ def give_texts(pieces: list[Piece], recording: Recording, max_asr_cer: float) ->
         return
     for piece in pieces:
         if not piece.dropped:
-            piece.text = f"[S1] {piece.transcript}" if normalise(piece.transcript or "") else ""
+            piece.text = f"{piece.turn or '[S1]'} {piece.transcript}" if normalise(piece.transcript or "") else ""
             if not piece.text:
                 piece.dropped, piece.detail = "no words heard", "the recogniser heard no words"
 
@@ -134,7 +137,8 @@ def text_units(text: str) -> list[list[tuple[str, str]]]:
         last, following = pair[1].split()[-1], pairs[number + 1][1] if number + 1 < len(pairs) else ""
         # no end after a title or an initial ("Dr. Okafor"), nor at a comma inside a date or a number ("3rd, 2021")
         inside = ABBREVIATION.match(last) or (last.endswith(",") and following[:1].isdigit())
-        if UNIT_END.search(last) and not inside:
+        sound = pair[0] == SOUND or (number + 1 < len(pairs) and pairs[number + 1][0] == SOUND)
+        if (UNIT_END.search(last) and not inside) or sound:  # a non-verbal tag is a unit: a sound between pauses
             units.append(unit)
             unit = []
     return units + ([unit] if unit else [])
@@ -175,7 +179,12 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
         def likely(candidate, expected=expected, at=at, missed=missed):
             start, length = candidate
             said = sum(characters[start : start + length])
-            return abs(said - expected) / max(expected, 1.0) + 0.25 * min(start - at, abs(start - at - missed))
+            changes = len(TURN_CHANGE.findall(joined_text(texts[start : start + length])))  # turns part at pauses
+            return (
+                abs(said - expected) / max(expected, 1.0)
+                + 0.25 * min(start - at, abs(start - at - missed))
+                + (0.5 * changes)
+            )
 
         tries = sorted((c for c in candidates if free(used, *c)), key=likely)[:SEARCH_TRIES]
         found, first_failure = first_aligned(piece, tries, texts, align_piece)
@@ -297,6 +306,9 @@ class Aligner:
     FAST_PHONES = 16.0  # phones a second of a piece (its text's, over its length): faster is aligned at FRAME / 2
     EDGE_SILENCE = 0.1  # seconds of speech-loud sound the aligner calls silence at a piece's ends: a word ("the")
     QUIET_DB = 30.0  # a frame this far under the piece's loud frames (its 95th percentile) is a pause
+    SOUND_SECONDS = (
+        2.0  # the longest a non-verbal sound of the text (a laugh) may sound where the aligner hears silence
+    )
     STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
 
     def __init__(self, max_silence: float):
@@ -347,11 +359,23 @@ class Aligner:
         missing = list((Counter(word for word in words if word != SOUND) - Counter(aligned)).elements())
         unexplained = 0.1 * len(missing)
         problems = [f"{' '.join(repr(word) for word in missing[:3])} aligned nowhere"] if missing else []
+        sounding_of = {
+            number: longest_run(loud[segment.start_frame : segment.end_frame + 1], round(0.1 / frame)) * frame
+            for number, segment in enumerate(segments)
+            if segment.word == "<sil>"
+        }
+        # the text's non-verbal sounds (a laugh): sound where the aligner puts silence, up to SOUND_SECONDS a sound,
+        # the longest first (pocketsphinx's filler models hear a laugh as silence as often as as a sound)
+        budget, forgiven = self.SOUND_SECONDS * words.count(SOUND), set()
+        for sounding, number in sorted(((s, n) for n, s in sounding_of.items() if s), reverse=True):
+            if sounding <= budget:
+                budget -= sounding
+                forgiven.add(number)
         for number, segment in enumerate(segments):
             length = (segment.end_frame - segment.start_frame + 1) * frame
             edge = number in (0, len(segments) - 1)  # a piece of speech starts and ends in speech: a word there
-            if segment.word == "<sil>":
-                sounding = longest_run(loud[segment.start_frame : segment.end_frame + 1], round(0.1 / frame)) * frame
+            if segment.word == "<sil>" and number not in forgiven:
+                sounding = sounding_of[number]
                 if sounding > (self.EDGE_SILENCE if edge else self.max_silence):
                     unexplained += sounding
                     at = segment.start_frame * frame

@@ -5,7 +5,7 @@
 from dataclasses import dataclass, field
 
 from tpu_demo.model.tokens import text_tokens
-from tpu_demo.segmenting.align import joined_text
+from tpu_demo.segmenting.align import TURN, joined_text
 from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.read import Recording
 
@@ -45,6 +45,22 @@ def with_margins(pieces: list[Piece], first: int, last: int, seconds: float) -> 
     return round(max(0.0, start), 3), round(min(seconds, end), 3)
 
 
+def turns(piece: Piece) -> tuple[str | None, str | None]:
+    """The speaker turns a piece's text starts and ends in (each part of an aligned or tagged text starts with its
+    tag; a transcript's piece is its diarized turn)."""
+    tags = [token for token in (piece.text or "").split() if TURN.match(token)]
+    return (tags[0], tags[-1]) if tags else (piece.turn, piece.turn)
+
+
+def last_turn(pieces: list[Piece], group: list[int]) -> list[int]:
+    """The pieces of `group` from where its last turn starts (none where the group is one turn)."""
+    for at in range(len(group) - 1, 0, -1):
+        start, end = turns(pieces[group[at]])[0], turns(pieces[group[at - 1]])[1]
+        if start is not None and start != end:
+            return group[at:]
+    return []
+
+
 def join(pieces: list[Piece], recording: Recording, seconds: float, settings, max_text_tokens=None) -> list[Clip]:
     """Clips of neighbouring kept pieces, at most `max_clip_seconds` with their margins and `max_text_tokens` of text
     (training drops a longer text), no pause longer than JOIN_PAUSE inside nor a sound in a pause; each dropped piece
@@ -57,18 +73,26 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings, ma
             and text_tokens(joined_text([pieces[i].text or "" for i in numbers])) > max_text_tokens
         )
 
+    def too_long(numbers) -> bool:
+        return pieces[numbers[-1]].end - pieces[numbers[0]].start + 2 * EDGE > settings.max_clip_seconds
+
     groups, group = [], []  # runs of indices into `pieces`
     for number, piece in enumerate(pieces):
         if piece.dropped:
             groups += [group] if group else []
             groups.append([number])
             group = []
-        elif group and (
-            piece.end - pieces[group[0]].start + 2 * EDGE > settings.max_clip_seconds
-            or piece.start - pieces[group[-1]].end > JOIN_PAUSE
-            or piece.sound_before
-            or too_much_text([*group, number])
-        ):
+        elif group and (piece.start - pieces[group[-1]].end > JOIN_PAUSE or piece.sound_before):
+            groups.append(group)
+            group = [number]
+        elif group and (too_long([*group, number]) or too_much_text([*group, number])):
+            # a clip of a dialogue holds whole turns: the turn it would end inside starts the next clip
+            carried = last_turn(pieces, group)
+            if carried and len(carried) < len(group) and not too_long([*carried, number]):
+                if not too_much_text([*carried, number]):
+                    groups.append(group[: -len(carried)])
+                    group = [*carried, number]
+                    continue
             groups.append(group)
             group = [number]
         else:

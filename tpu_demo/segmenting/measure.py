@@ -30,7 +30,8 @@ class Piece:
     alignment: float | None = None  # the forced alignment's confidence in its text (align_text), 0-1
     dnsmos: dict = field(default_factory=dict)
     voice: list = field(default_factory=list)  # speaker embedding
-    voice_windows: list = field(default_factory=list)  # those of its 1.6 s windows (speech_models.VoiceEncoder)
+    voice_windows: list = field(default_factory=list)  # those of its 1.6 s windows (VoiceEncoder)
+    turn: str | None = None  # its voice in a dialogue without a transcript: [S1] or [S2] (diarize)
     transcript: str | None = None
     text: str = ""
     dropped: str | None = None

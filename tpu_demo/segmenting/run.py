@@ -9,6 +9,7 @@ from pathlib import Path
 from tpu_demo.cli import say
 from tpu_demo.data.metadata import write_corrections_table
 from tpu_demo.segmenting.align import align_text, alignment_key, aligns, give_texts
+from tpu_demo.segmenting.diarize import diarize, turns_of, voices_of
 from tpu_demo.segmenting.join import join, with_margins
 from tpu_demo.segmenting.judge import drop_other_voices, drop_unusual_pace, judge, needs_transcript
 from tpu_demo.segmenting.measure import Piece, measure, quality
@@ -189,14 +190,24 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
         for piece in pieces:
             piece.transcript = transcripts.get(span(piece))
         pieces_of[recording.name] = pieces
-    for speaker in {recording.speaker or recording.name for recording in recordings}:
-        by_recording = [pieces_of[r.name] for r in recordings if (r.speaker or r.name) == speaker]
-        drop_other_voices([p for group in by_recording for p in group], settings.min_speaker_similarity, by_recording)
-    clips, models = [], Models(config, "cpu")  # the aligner, for pieces no run aligned before
-    for recording in recordings:
+    models, voices, dialogues = Models(config, "cpu"), {}, set()  # the aligner, for pieces no run aligned before
+    for recording in recordings:  # the turns of a dialogue: its text's (aligned first), else its voices'
+        pieces = pieces_of[recording.name]
         if aligns(recording, settings):
-            align_recording(recording, pieces_of[recording.name], Stages(recording, out, settings, asr_model), models)
-        else:
+            align_recording(recording, pieces, Stages(recording, out, settings, asr_model), models)
+        voices[recording.name] = diarize(pieces) if recording.text is None else len(voices_of(pieces)) or 1
+        if (voices[recording.name] > 1 and recording.text is None) or "[S2]" in (recording.text or ""):
+            dialogues.add(recording.name)
+    for speaker in {recording.speaker or recording.name for recording in recordings}:  # one voice: its speaker's
+        by_recording = [pieces_of[r.name] for r in recordings
+                        if (r.speaker or r.name) == speaker and r.name not in dialogues]  # fmt: skip
+        drop_other_voices([p for group in by_recording for p in group], settings.min_speaker_similarity, by_recording)
+    for name in dialogues:  # each voice of a dialogue by itself
+        for turn in turns_of(pieces_of[name]):
+            drop_other_voices(turn, settings.min_speaker_similarity)
+    clips = []
+    for recording in recordings:
+        if not aligns(recording, settings):
             give_texts(pieces_of[recording.name], recording, settings.max_asr_cer)
         clips += join(pieces_of[recording.name], recording, seconds_of[recording.name], settings, max_text_tokens)
     drop_unusual_pace(clips, settings.pace_tolerance, settings.segment_language)
@@ -210,6 +221,7 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
         write_clips(kept, recordings, out, settings.target_lufs)
     table = metadata_table(kept, settings.segment_language)
     summary = summarise(clips, len(recordings))
+    summary["voices"] = voices
     summary["skipped"] = unreadable
     summary["seconds_by_stage"] = {stage: round(seconds, 2) for stage, seconds in sorted(TIMES.items())}
     summary["corrections"] = {"applied": applied, "unmatched": len(corrections) - applied}

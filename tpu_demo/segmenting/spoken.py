@@ -17,7 +17,7 @@ NON_VERBAL = (
 )
 NON_VERBAL_TAG = re.compile(rf"\((?:{NON_VERBAL})\)", re.IGNORECASE)
 TOKEN = re.compile(rf"{NON_VERBAL_TAG.pattern}\S*|\S+", re.IGNORECASE)  # a written token; a tag is one
-SOUND = "[NOISE]"  # pocketsphinx's filler word for a sound that is not speech: what a non-verbal tag aligns as
+SOUND = "[SPEECH]"  # pocketsphinx's filler for a speech-like sound (+SPN+): what a non-verbal tag aligns as
 # a period that ends no sentence: a title before a name, a street, an initial ("J. K. Rowling")
 ABBREVIATION = re.compile(
     r"^(?:mr|mrs|ms|dr|prof|st|jr|sr|vs|etc|mt|ft|no|vol|fig|approx|dept|gen|capt|sgt|lt|col|gov|sen|rev|fr|supt|[a-z])\.$",

@@ -100,6 +100,10 @@ def report_lines(summary: dict, out: Path) -> list[str]:
         f"dropped: {dropped or 'none'}",
         f"kept per speaker: {speakers or 'none'}",
     ]
+    if voices := summary.get("voices"):
+        several = {name: count for name, count in voices.items() if count > 1}
+        listed = "; ".join(f"{name} {count}" for name, count in sorted(several.items()))
+        lines.append(f"voices: {len(voices) - len(several)} recordings of one" + (f"; {listed}" if listed else ""))
     aligned, unchecked = summary["aligned"], summary["unchecked"]
     if aligned["clips"]:
         lines.append(

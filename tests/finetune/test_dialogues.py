@@ -1,0 +1,70 @@
+"""Dialogues (tpu_demo.segmenting.diarize, join): a recording of two voices without a transcript is diarized, each
+turn tagged `[S1]`/`[S2]` by its voice (the recording's first voice `[S1]` in every clip); with a transcript its
+tags are the turns; a clip holds whole turns; a non-verbal tag (`(laughs)`) stays in the text, its sound kept."""
+
+import numpy as np
+import pytest
+
+from tests import planted_speech
+from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, scores_by_recording, segmented
+from tests.finetune.test_segmenting import settings as recordings_settings
+from tests.testing_utils import require_dia
+
+pytestmark = require_dia
+
+
+def voices(*spans_and_voices):
+    """Pieces with unit voice embeddings: `(start, end, axis)`, the axis (0, 1, 2) a voice of its own, plus noise."""
+    rng = np.random.default_rng(0)
+    found = pieces(*[(start, end) for start, end, _ in spans_and_voices])
+    for piece, (_, _, axis) in zip(found, spans_and_voices, strict=True):
+        vector = np.zeros(16)
+        vector[axis] = 1.0
+        vector += 0.05 * rng.standard_normal(16)
+        piece.voice = list(vector / np.linalg.norm(vector))
+    return found
+
+
+def test_two_voices_are_tagged_by_who_speaks_the_first_voice_s1():
+    from tpu_demo.segmenting.diarize import diarize
+
+    # bob speaks first; a short laugh right after his second turn; a third voice once
+    found = voices((0, 2, 1), (3, 5, 0), (6, 8, 1), (8.2, 8.8, 2), (9, 11, 0), (12, 14, 2), (15, 17, 1), (18, 20, 0))
+    assert diarize(found) == 2
+    assert [piece.turn for piece in found] == ["[S1]", "[S2]", "[S1]", "[S1]", "[S2]", None, "[S1]", "[S2]"]
+    assert found[5].dropped == "uncertain voice" and found[5].detail.startswith("neither voice of its recording")
+
+
+def test_one_voice_is_all_s1_and_an_odd_piece_is_left_to_the_voice_check():
+    from tpu_demo.segmenting.diarize import diarize
+
+    found = voices((0, 2, 0), (3, 5, 0), (6, 8, 1), (9, 11, 0), (12, 14, 0))  # one sentence by someone else
+    assert diarize(found) == 1
+    assert {piece.turn for piece in found} == {"[S1]"} and not any(piece.dropped for piece in found)
+
+
+def test_a_clip_of_a_dialogue_holds_whole_turns():
+    from tpu_demo.segmenting.join import join
+
+    found = pieces((0, 1.5), (1.8, 3.0), (3.3, 4.5), (4.8, 6.0))
+    for piece, text in zip(found, ["[S1] One two.", "[S2] Three.", "[S2] Four five.", "[S1] Six."], strict=True):
+        piece.text = text
+    clips = join(found, recording(), 7.0, recordings_settings(max_clip_seconds=4.0, min_clip_seconds=0.5))
+    # the 4 s limit falls inside S2's turn: it starts the next clip instead of being cut in two
+    assert [clip.text for clip in clips] == ["[S1] One two.", "[S2] Three. Four five.", "[S1] Six."]
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_dialogue_is_kept_with_its_turns_tagged_with_and_without_its_transcript(tmp_path):
+    needs_speech_models()
+    pytest.importorskip("gruut", reason="a transcript is read by gruut: pip install '.[speech]'")
+    truth = planted_speech.write_dialogues(tmp_path / "recordings")
+    report = segmented(tmp_path / "recordings", tmp_path / "out")
+    scores = scores_by_recording(truth, report)
+    for name, row in scores.items():
+        assert row["good_kept"] >= 0.95 * row["good_seconds"] and row["cuts_inside"] == 0, (name, row)
+    assert scores["talks/with-text"]["wrong_text"] == 0  # the other's text is the recogniser's, unchecked
+    assert planted_speech.tag_errors(truth, report) == {"talks/with-text": 0, "talks/no-text": 0}
+    assert report["voices"] == {"talks/with-text": 2, "talks/no-text": 2}
+    texts = " ".join(clip["text"] for clip in report["clips"] if clip["recording"] == "talks/with-text")
+    assert "thank you. (laughs) [S1] No problem at all," in texts  # the laugh's tag stays where it is said

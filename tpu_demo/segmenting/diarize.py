@@ -1,0 +1,95 @@
+"""The diarize stage: who speaks each piece of a recording, from the pieces' GE2E voices, clustered (average linkage
+of their cosine similarities, SciPy). A recording of two voices is a dialogue: without a transcript each piece is
+tagged by its voice, the recording's first voice `[S1]` and the other `[S2]` in every clip of it, as Dia reads
+dialogues; with one, its own tags are the turns. Each voice's pieces are judged by that voice, not by the other's.
+
+Not caught: two voices whose GE2E embeddings are as alike as one voice's (similarity over DIARIZE_SIMILARITY), and a
+change of voice without a pause of `min_pause_seconds` (both voices are in one piece: its voice is neither, and it
+is dropped as `uncertain voice`)."""
+
+import numpy as np
+
+from tpu_demo.segmenting.judge import VOICE_SECONDS
+from tpu_demo.segmenting.measure import Piece
+
+DIARIZE_SIMILARITY = 0.75  # pieces whose voices are this similar on average are one voice (min_speaker_similarity's)
+MIN_VOICE_PIECES, MIN_VOICE_SECONDS = 2, 3.0  # a voice of a dialogue speaks at least this often and this long
+TAGS = ("[S1]", "[S2]")  # Dia's speakers
+SOUND_GAP = 0.5  # seconds: a short sound this close to a turn is that turn's
+
+
+def voiced(pieces: list[Piece]) -> list[Piece]:
+    return [p for p in pieces if not p.dropped and p.voice and p.end - p.start >= VOICE_SECONDS]
+
+
+def voices_of(pieces: list[Piece]) -> list[list[Piece]]:
+    """The recording's voices: its voiced pieces clustered, the clusters of at least MIN_VOICE_PIECES pieces and
+    MIN_VOICE_SECONDS s, in the order they are first heard."""
+    found = voiced(pieces)
+    if len(found) < 2 * MIN_VOICE_PIECES:
+        return [found] if found else []
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    vectors = np.array([piece.voice for piece in found], dtype=np.float64)
+    labels = fcluster(linkage(vectors, method="average", metric="cosine"), 1 - DIARIZE_SIMILARITY, "distance")
+    clusters = [[piece for piece, label in zip(found, labels, strict=True) if label == name] for name in set(labels)]
+    major = [
+        cluster for cluster in clusters
+        if len(cluster) >= MIN_VOICE_PIECES and sum(p.end - p.start for p in cluster) >= MIN_VOICE_SECONDS
+    ]  # fmt: skip
+    return sorted(major, key=lambda cluster: min(piece.start for piece in cluster))
+
+
+def gap(piece: Piece, other: Piece) -> float:
+    """Seconds between two pieces."""
+    return max(other.start - piece.end, piece.start - other.end, 0.0)
+
+
+def centre(pieces: list[Piece]) -> np.ndarray:
+    mean = np.mean([piece.voice for piece in pieces], axis=0)
+    return mean / np.linalg.norm(mean)
+
+
+def diarize(pieces: list[Piece]) -> int:
+    """Tags each kept piece of a recording without a transcript with its voice (`piece.turn`) where it holds two:
+    a piece of neither voice (nearest under DIARIZE_SIMILARITY: too short to tell, two voices in one piece, or a
+    third voice) is dropped as `uncertain voice`. Returns how many voices it holds (1: all `[S1]`, as before)."""
+    voices = voices_of(pieces)
+    if len(voices) < 2:
+        for piece in pieces:
+            piece.turn = TAGS[0]
+        return len(voices) or (1 if pieces else 0)
+    centres = np.array([centre(voice) for voice in voices])
+    unsure = []
+    for piece in pieces:
+        if piece.dropped or not piece.voice:
+            continue
+        similarity = centres @ np.asarray(piece.voice)
+        best = int(np.argmax(similarity))
+        if best < len(TAGS) and similarity[best] >= DIARIZE_SIMILARITY:
+            piece.turn = TAGS[best]
+        else:
+            unsure.append((piece, best, float(similarity[best])))
+    for piece, best, similarity in unsure:
+        # a short sound close after or before a turn (a laugh, "mm"): too short for its voice to tell, that turn's
+        near = [other for other in pieces if other.turn and gap(piece, other) <= SOUND_GAP]
+        if piece.end - piece.start < VOICE_SECONDS and near:
+            piece.turn = min(near, key=lambda other: gap(piece, other)).turn
+            continue
+        piece.dropped = "uncertain voice"
+        which = "a third voice" if best >= len(TAGS) else "neither voice of its recording"
+        piece.detail = f"{which}: similarity {similarity:.2f} (< {DIARIZE_SIMILARITY} to any other)"
+    return len(voices)
+
+
+def turns_of(pieces: list[Piece]) -> list[list[Piece]]:
+    """A dialogue's pieces by the one voice their text gives them (`piece.turn`, or their text's only tag); a piece
+    holding both voices' turns is in none (its voice is not one speaker's)."""
+    import re
+
+    groups = {}
+    for piece in pieces:
+        tags = set(re.findall(r"\[S[12]\]", piece.text or "")) or ({piece.turn} if piece.turn else set())
+        if len(tags) == 1:
+            groups.setdefault(tags.pop(), []).append(piece)
+    return [groups[tag] for tag in sorted(groups)]
