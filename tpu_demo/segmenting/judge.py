@@ -31,6 +31,8 @@ def judge(pieces: list[Piece], recording: Recording, settings) -> None:
             piece.dropped, piece.detail = "too long", f"no pause within max_clip_seconds {settings.max_clip_seconds}"
         elif piece.clipped > settings.max_clipped_share:
             piece.dropped, piece.detail = "clipping", f"{piece.clipped:.2%} of its samples at full scale"
+        elif piece.fault:
+            piece.dropped, piece.detail = piece.fault, piece.fault_detail
         elif piece.bandwidth_hz is not None and piece.bandwidth_hz < MIN_BANDWIDTH_HZ:
             piece.dropped = "band-limited"
             piece.detail = f"bandwidth {piece.bandwidth_hz / 1000:.1f} kHz < {MIN_BANDWIDTH_HZ / 1000:.0f} kHz"

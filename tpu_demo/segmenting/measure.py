@@ -8,6 +8,11 @@ import numpy as np
 
 from tpu_demo.segmenting.read import RATE, WINDOW, levelled, window_power
 
+# digital silence with sound within the first of the piece's loud windows on both sides, and within the second on
+# one: speech cut off at its level (a TTS's word gaps reached 20 dB under it on their louder side)
+DROPOUT_DB = (25.0, 12.0)
+STEP_DB, STEP_SPEECH = 9.0, 2.0  # a level step: this many dB between the median levels of this much speech each side
+EDGE_MARGIN = 0.05  # seconds: a fault this close to a piece's edge is in the pause (the detector cuts tight)
 NOISE_REACH = 3.0  # seconds: a piece's noise is that of the pauses this close to it, if 0.3 s or more
 FRAMING = {  # the constants of DNSMOS P.835's framing: 9.01 s cut into 900 frames of 20 ms, 10 ms apart
     "input_1:01_cropping_end": ([2**63 - 1, 144000], [1, -160]),  # (speechmos's, any length's)
@@ -31,6 +36,8 @@ class Piece:
     dnsmos: dict = field(default_factory=dict)
     voice: list = field(default_factory=list)  # speaker embedding
     voice_windows: list = field(default_factory=list)  # those of its 1.6 s windows (VoiceEncoder)
+    fault: str | None = None  # a fault inside it: dropout, level step, clicks (inner_fault)
+    fault_detail: str = ""
     turn: str | None = None  # its voice in a dialogue without a transcript: [S1] or [S2] (diarize)
     transcript: str | None = None
     text: str = ""
@@ -38,9 +45,11 @@ class Piece:
     detail: str = ""
 
 
-def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge=None, encoder=None) -> list[Piece]:
-    """Each span of speech as a Piece with its SNR, clipping, bandwidth, and, given the models (`judge`, `encoder`),
-    DNSMOS scores and voice (else `quality` gives them to the pieces the cheaper measures keep)."""
+def measure(audio16k: np.ndarray, marks: dict, rate: int, spans, judge=None, encoder=None) -> list[Piece]:
+    """Each span of speech as a Piece with its SNR, clipping, bandwidth, a fault inside it (`inner_fault`: a
+    dropout, a level step, a click; `marks`: read_recording's), and, given the models (`judge`, `encoder`), DNSMOS
+    scores and voice (else `quality` gives them to the pieces the cheaper measures keep)."""
+    clipped, steps = marks["clipped"], level_steps(marks["level"], spans)
     power = window_power(audio16k)
     pause = np.ones(len(power), dtype=bool)
     for start, end in spans:  # a pause starts 0.1 s away from speech: its edges carry speech
@@ -72,10 +81,54 @@ def measure(audio16k: np.ndarray, clipped: np.ndarray, rate: int, spans, judge=N
         piece.clipped = round(float(clipped[first:last].sum()) / ((last - first) * max(1, rate // 100)), 6)
         samples = levelled(audio16k[int(start * RATE) : int(end * RATE)])  # each piece at one level
         piece.bandwidth_hz = bandwidth(samples)
+        piece.fault, piece.fault_detail = inner_fault(piece, marks, steps)
         if judge is not None and encoder is not None:
             piece.dnsmos, (piece.voice, piece.voice_windows) = judge(samples), encoder(samples)
         pieces.append(piece)
     return pieces
+
+
+def level_steps(level: np.ndarray, spans) -> list[tuple[float, float]]:
+    """Where the recording's level steps inside its speech, and by how many dB: the median level of the loud 10 ms
+    windows (within 30 dB of the speech's 95th percentile) of the STEP_SPEECH s of speech after a point against
+    that of those before it, STEP_DB or more apart (a gain knob turned mid-word, takes joined at other levels); the
+    steepest point of each such stretch."""
+    inside = np.zeros(len(level), dtype=bool)
+    for start, end in spans:
+        inside[int(start * 100) : int(end * 100)] = True
+    speech = np.flatnonzero(inside)
+    if not len(speech):
+        return []
+    loud = speech[level[speech] > np.percentile(level[speech], 95) - 30]
+    values, reach, found, best = level[loud], int(STEP_SPEECH * 100), [], None
+    for k in range(reach, len(loud) - reach + 1, 2):
+        step = float(np.median(values[k : k + reach]) - np.median(values[k - reach : k]))
+        if abs(step) >= STEP_DB:
+            best = max(best or (0.0, 0, 0.0), (abs(step), k, step))
+        elif best is not None:
+            found.append(((loud[best[1] - 1] + loud[best[1]] + 1) / 200, best[2]))
+            best = None
+    if best is not None:
+        found.append(((loud[best[1] - 1] + loud[best[1]] + 1) / 200, best[2]))
+    return found
+
+
+def inner_fault(piece: Piece, marks: dict, steps: list[tuple[float, float]]) -> tuple[str | None, str]:
+    """A fault inside the piece, and its figures: a dropout (digital silence with speech on both sides of it, at its
+    level on one: DROPOUT_DB of the piece's loud windows), a level step, or clicks."""
+    level = marks["level"][int(piece.start * 100) : max(int(piece.end * 100), int(piece.start * 100) + 1)]
+    loud = float(np.percentile(level, 95)) if len(level) else 0.0
+    for at, seconds, before, after in marks["dropouts"]:
+        inside = piece.start + EDGE_MARGIN < at < piece.end - EDGE_MARGIN
+        if inside and min(before, after) >= loud - DROPOUT_DB[0] and max(before, after) >= loud - DROPOUT_DB[1]:
+            return "dropout", f"{seconds * 1000:.0f} ms of digital silence inside speech at {at - piece.start:.2f} s"
+    for at, step in steps:
+        if piece.start + EDGE_MARGIN < at < piece.end - EDGE_MARGIN:
+            return "level step", f"its level steps by {step:+.1f} dB at {at - piece.start:.2f} s"
+    windows = np.flatnonzero(marks["clicks"][int(piece.start * 100) : int(piece.end * 100)])
+    if len(windows):
+        return "clicks", f"{len(windows)} clicks, the first at {windows[0] / 100:.2f} s"
+    return None, ""
 
 
 def quality(audio16k: np.ndarray, piece: Piece, judge, encoder) -> dict:

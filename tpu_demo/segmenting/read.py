@@ -13,6 +13,9 @@ import numpy as np
 from tpu_demo.data.layouts import AUDIO_SUFFIXES
 from tpu_demo.errors import FineTuneError
 
+CHANNEL_SPREAD, CHANNEL_DB = (10, 95), 6.0  # the percentiles a channel's levels span; how much more than the mix
+CLICK_RATIO, CLICK_FLOOR = 12.0, 0.02  # a click: a sample this many RMS off its 5-point median, and at least
+DROPOUT_SECONDS = (0.005, 0.3)  # digital silence this long inside speech is a dropout (longer: a gap, a pause)
 WINDOW = 0.02  # seconds: noise is measured on 20 ms windows
 RATE = 16000
 LEVEL_LUFS = -23.0  # what a piece is levelled to before the measures that depend on level
@@ -24,6 +27,7 @@ class Recording:
     name: str  # relative to the recordings folder, without its suffix: names its clips
     speaker: str | None  # its subfolder
     text: str | None  # NAME.txt beside it
+    channel: int | None = None  # the channel its speech is read from (None: its channels mixed; speech_channel)
 
 
 def wav_truncation(path: Path) -> str | None:
@@ -87,25 +91,108 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
     return found, unreadable
 
 
-def read_recording(path: Path) -> tuple[np.ndarray, np.ndarray, int]:
-    """The recording as 16 kHz mono for the models, without DC and levelled to LEVEL_LUFS, each 10 ms window's count
-    of samples at full scale (any channel, at its own rate, before any gain), and its rate; read block by block, so
-    only the 16 kHz copy is ever whole in memory."""
+def heard(block: np.ndarray, channel: int | None) -> np.ndarray:
+    """A block's samples as the segmenter hears them: its channels mixed, or the one its speech is in."""
+    return block.mean(axis=1) if channel is None else block[:, channel]
+
+
+def channel_name(recording: Recording) -> str:
+    """The channel a recording's speech is read from, in words: "left of 2", "3 of 6"."""
+    import soundfile
+
+    count = soundfile.info(str(recording.path)).channels
+    named = ("left", "right")[recording.channel] if count == 2 else str(recording.channel + 1)
+    return f"{named} of {count}"
+
+
+def speech_channel(path: Path) -> int | None:
+    """Of a file of several channels, the one its speech is read from: the channel whose 10 ms levels span the most
+    (CHANNEL_SPREAD: speech has pauses, a noise or a hum has none) where the mix spans CHANNEL_DB less (a lapel
+    microphone in one channel, the room or a noise in the other); None, the mix, otherwise and for a mono file."""
+    import soundfile
+
+    info = soundfile.info(str(path))
+    if info.channels == 1:
+        return None
+    size, levels = max(1, info.samplerate // 100), []
+    for block in soundfile.blocks(str(path), blocksize=size * 6000, dtype="float32", always_2d=True):
+        whole = block[: len(block) // size * size].astype(np.float64)
+        both = np.concatenate([whole, whole.mean(axis=1, keepdims=True)], axis=1)  # each channel, then the mix
+        levels.append(10 * np.log10((both.reshape(-1, size, both.shape[1]) ** 2).mean(axis=1) + 1e-12))
+    levels = np.concatenate(levels) if levels else np.zeros((0, info.channels + 1))
+    if len(levels) < 100:
+        return None
+    spread = np.percentile(levels, CHANNEL_SPREAD[1], axis=0) - np.percentile(levels, CHANNEL_SPREAD[0], axis=0)
+    best = int(np.argmax(spread[:-1]))
+    return best if spread[-1] < spread[best] - CHANNEL_DB else None
+
+
+def read_recording(path: Path, channel: int | None = None) -> tuple[np.ndarray, dict, int]:
+    """The recording as 16 kHz mono for the models (its `channel`, else its channels mixed), without DC and levelled
+    to LEVEL_LUFS; what was marked at its own rate, before any gain, per 10 ms window: `clipped`, its samples at
+    full scale (any channel), `level`, its level in dBFS, `clicks`, whether a click is in it (one sample far off
+    its neighbours); and `dropouts`, each run of digital silence of 5 to 300 ms (start, seconds, dBFS of the 0.5 ms
+    before and after it); and its rate. Read block by block, so only the 16 kHz copy is ever whole in memory."""
     import soundfile
     import soxr
 
     rate = soundfile.info(str(path)).samplerate
     size = max(1, rate // 100)
     stream = soxr.ResampleStream(rate, RATE, 1, dtype="float32")
-    audio, clipped = [], []
+    audio, clipped, level, clicks, dropouts, at = [], [], [], [], [], 0
     blocks = soundfile.blocks(str(path), blocksize=size * 6000, dtype="float32", always_2d=True)
     for block in blocks:
         whole = len(block) // size * size
         clipped.append((np.abs(block[:whole]) >= 0.999).any(axis=1).reshape(-1, size).sum(axis=1))
-        audio.append(stream.resample_chunk(block.mean(axis=1)))
+        samples = heard(block, channel)
+        windows = samples[:whole].reshape(-1, size).astype(np.float64)
+        level.append(10 * np.log10((windows**2).mean(axis=1) + 1e-12))
+        clicks.append(click_windows(samples[:whole], size))
+        dropouts += [(at / rate + start, length, before, after) for start, length, before, after in
+                     digital_silences(samples, rate)]  # fmt: skip
+        audio.append(stream.resample_chunk(samples))
+        at += len(block)
     audio.append(stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True))
     audio16k = levelled(without_dc(np.concatenate(audio), RATE))  # level and DC are no faults: gone before judging
-    return audio16k, np.concatenate(clipped or [np.zeros(0)]), rate
+    empty = np.zeros(0)
+    marks = {
+        "clipped": np.concatenate(clipped or [empty]),
+        "level": np.concatenate(level or [empty]),
+        "clicks": np.concatenate(clicks or [empty]),
+        "dropouts": dropouts,
+    }
+    return audio16k, marks, rate
+
+
+def click_windows(samples: np.ndarray, size: int) -> np.ndarray:
+    """Per `size`-sample window, whether it holds a click: a sample CLICK_RATIO times the window's RMS away from the
+    median of it and its 4 neighbours (a 5-point median follows speech, noise and a TTS's sharp glottal pulses,
+    whose farthest samples here were at most 10 times the RMS; an impulse stands out of it). A click under the
+    level of the sound around it is not caught."""
+    count = len(samples) // size
+    if count < 1 or len(samples) < 5:
+        return np.zeros(count, dtype=bool)
+    padded = np.pad(samples, 2, mode="edge")
+    median = np.median(np.stack([padded[k : k + len(samples)] for k in range(5)]), axis=0)
+    away = np.abs(samples - median)[: count * size].reshape(-1, size).max(axis=1)
+    rms = np.sqrt(np.mean(samples[: count * size].astype(np.float64).reshape(-1, size) ** 2, axis=1))
+    return (away > CLICK_RATIO * np.maximum(rms, 1e-6)) & (away > CLICK_FLOOR)
+
+
+def digital_silences(samples: np.ndarray, rate: int) -> list[tuple[float, float, float, float]]:
+    """Runs of exact zeros of DROPOUT_SECONDS: (start s, seconds, dBFS of the 0.5 ms before, of the 0.5 ms after)."""
+    zero = np.concatenate([[0], (samples == 0).astype(np.int8), [0]])
+    edges = np.diff(zero)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    # its edges' last and first 0.5 ms: a dropout cuts speech off at its level; speech stops (a TTS's gaps
+    # included) with its level falling first, 30 dB and more
+    side, shortest, longest, found = max(1, int(0.0005 * rate)), *(int(s * rate) for s in DROPOUT_SECONDS), []
+    for start, end in zip(starts, ends, strict=True):
+        if shortest <= end - start <= longest and start >= side and end + side <= len(samples):
+            before = 10 * np.log10(np.mean(samples[start - side : start].astype(np.float64) ** 2) + 1e-12)
+            after = 10 * np.log10(np.mean(samples[end : end + side].astype(np.float64) ** 2) + 1e-12)
+            found.append((start / rate, (end - start) / rate, float(before), float(after)))
+    return found
 
 
 def window_power(audio16k: np.ndarray) -> np.ndarray:

@@ -13,7 +13,16 @@ from tpu_demo.segmenting.diarize import diarize, turns_of, voices_of
 from tpu_demo.segmenting.join import join, with_margins
 from tpu_demo.segmenting.judge import drop_other_voices, drop_unusual_pace, judge, needs_transcript
 from tpu_demo.segmenting.measure import Piece, measure, quality
-from tpu_demo.segmenting.read import RATE, levelled, read_recording, recordings_digest, without_dc
+from tpu_demo.segmenting.read import (
+    RATE,
+    channel_name,
+    heard,
+    levelled,
+    read_recording,
+    recordings_digest,
+    speech_channel,
+    without_dc,
+)
 from tpu_demo.segmenting.settings import recogniser, segment_settings, settings_fingerprint
 from tpu_demo.segmenting.stages import PARTS, TIMES, Models, Stages, span, timed
 from tpu_demo.segmenting.write import (
@@ -32,11 +41,13 @@ TRANSCRIBED_COST = 5.0  # a recording's work if the recogniser hears it, over it
 
 def cut_and_measure(recording, stages: Stages, models: Models) -> tuple[list[Piece], object]:
     with timed("read"):
-        audio16k, clipped, rate = read_recording(recording.path)
+        recording.channel = speech_channel(recording.path)
+        audio16k, marks, rate = read_recording(recording.path, recording.channel)
     spans = models.get("vad")(audio16k)
     with timed("measure"):
-        pieces = measure(audio16k, clipped, rate, spans)
-    value = {"seconds": len(audio16k) / RATE, "pieces": [dataclasses.asdict(piece) for piece in pieces]}
+        pieces = measure(audio16k, marks, rate, spans)
+    value = {"seconds": len(audio16k) / RATE, "pieces": [dataclasses.asdict(piece) for piece in pieces],
+             "channel": recording.channel}  # fmt: skip
     stages.save("pieces", stages.pieces_key, value)
     return pieces, audio16k
 
@@ -51,7 +62,7 @@ def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, sett
     if todo:
         if audio16k is None:
             with timed("read"):
-                audio16k = read_recording(recording.path)[0]
+                audio16k = read_recording(recording.path, recording.channel)[0]
         for piece in todo:
             measured[span(piece)] = quality(audio16k, piece, models.get("dnsmos"), models.get("voice"))
         stages.save("quality", stages.quality_key, measured)
@@ -81,8 +92,8 @@ def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, s
     for piece in todo:
         start, stop = int(piece.start * rate), int(piece.end * rate)
         audio, _ = soundfile.read(str(recording.path), start=start, stop=stop, dtype="float32", always_2d=True)
-        heard = levelled(without_dc(audio.mean(axis=1), rate), rate)  # as the other models hear it
-        transcripts[span(piece)] = models.get("recogniser")(heard, rate)
+        samples = levelled(without_dc(heard(audio, recording.channel), rate), rate)  # as the other models hear it
+        transcripts[span(piece)] = models.get("recogniser")(samples, rate)
     stages.save("transcripts", stages.transcripts_key, transcripts)
 
 
@@ -104,8 +115,8 @@ def align_recording(recording, pieces: list[Piece], stages: Stages, models: Mode
         if found is None:
             first, stop = round(start * rate), round(end * rate)
             audio, _ = soundfile.read(str(recording.path), start=first, stop=stop, dtype="float32", always_2d=True)
-            heard = levelled(without_dc(audio.mean(axis=1), rate), rate)
-            found = aligned[alignment_key(start, end, text)] = models.get("aligner")(heard, rate, text)
+            samples = levelled(without_dc(heard(audio, recording.channel), rate), rate)
+            found = aligned[alignment_key(start, end, text)] = models.get("aligner")(samples, rate, text)
         return found
 
     align_text(pieces, recording, align_piece)
@@ -149,7 +160,7 @@ def segment_share(config, recordings, out: Path, state) -> None:
     bar = tqdm(share, desc="segmenting", unit="recording", disable=not state.is_main_process)
     done = 0
     for recording, stage in zip(bar, stages, strict=True):
-        found = stage.pieces()
+        found = stage.pieces(recording)
         pieces, audio16k = cut_and_measure(recording, stage, models) if found is None else (found[0], None)
         done += found is not None
         qualify(recording, pieces, stage, models, settings, audio16k)
@@ -183,7 +194,7 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
     pieces_of, seconds_of = {}, {}
     for recording in recordings:
         stages = Stages(recording, out, settings, asr_model)
-        pieces, seconds_of[recording.name] = stages.pieces()
+        pieces, seconds_of[recording.name] = stages.pieces(recording)
         with_quality(pieces, stages.load("quality", stages.quality_key) or {})
         transcripts = stages.load("transcripts", stages.transcripts_key) or {}
         judge(pieces, recording, settings)
@@ -222,6 +233,9 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
     table = metadata_table(kept, settings.segment_language)
     summary = summarise(clips, len(recordings))
     summary["voices"] = voices
+    summary["channels"] = {
+        recording.name: channel_name(recording) for recording in recordings if recording.channel is not None
+    }
     summary["skipped"] = unreadable
     summary["seconds_by_stage"] = {stage: round(seconds, 2) for stage, seconds in sorted(TIMES.items())}
     summary["corrections"] = {"applied": applied, "unmatched": len(corrections) - applied}

@@ -13,7 +13,7 @@ from pathlib import Path
 from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.settings import PARTS, recogniser
 
-STAGES = 4  # the version of what the stages store: a change here redoes them all
+STAGES = 5  # the version of what the stages store: a change here redoes them all
 MEASURES = 2  # the version of the costly measures (DNSMOS at a piece's own length, the voice with its windows)
 TIMES = collections.Counter()  # seconds this process spent in each stage this run (the main one: all processes)
 
@@ -63,9 +63,13 @@ class Stages:
         partial.write_text(json.dumps({"key": stage_key, "value": value}))
         partial.replace(self.folder / f"{stage}.json")  # whole or absent: an interrupted stage is done again
 
-    def pieces(self) -> tuple[list[Piece], float] | None:
+    def pieces(self, recording) -> tuple[list[Piece], float] | None:
+        """The recording's pieces and seconds, as cut before; the recording told the channel they were cut from."""
         found = self.load("pieces", self.pieces_key)
-        return ([Piece(**piece) for piece in found["pieces"]], found["seconds"]) if found else None
+        if not found:
+            return None
+        recording.channel = found["channel"]
+        return [Piece(**piece) for piece in found["pieces"]], found["seconds"]
 
 
 class Models:

@@ -14,7 +14,7 @@ import numpy as np
 from tpu_demo.data.metadata import decode, read_corrections_table, read_edits
 from tpu_demo.errors import FineTuneError
 from tpu_demo.segmenting.join import Clip
-from tpu_demo.segmenting.read import without_dc
+from tpu_demo.segmenting.read import heard, without_dc
 from tpu_demo.segmenting.settings import CORRECTIONS, PARTS, REPORT
 
 
@@ -72,9 +72,9 @@ def apply_corrections(clips, corrections: dict[tuple, str | None]) -> int:
 
 def write_clips(kept, recordings, out: Path, target_lufs) -> None:
     """The kept clips as WAVs at `target_lufs`; clips no longer kept leave the folder."""
-    path_of = {recording.name: recording.path for recording in recordings}
+    of = {recording.name: recording for recording in recordings}
     for clip in kept:
-        write_clip(clip, path_of[clip.recording], out, target_lufs)
+        write_clip(clip, of[clip.recording].path, out, target_lufs, of[clip.recording].channel)
     written = {clip.audio for clip in kept}
     for wav in (out / "clips").rglob("*.wav") if (out / "clips").is_dir() else []:
         if str(wav.relative_to(out)) not in written:  # dropped now, or left by other settings
@@ -100,6 +100,9 @@ def report_lines(summary: dict, out: Path) -> list[str]:
         f"dropped: {dropped or 'none'}",
         f"kept per speaker: {speakers or 'none'}",
     ]
+    if channels := summary.get("channels"):
+        listed = "; ".join(f"{name}: {channel}" for name, channel in sorted(channels.items()))
+        lines.append(f"read from the channel that holds the speech (the others' are noise): {listed}")
     if voices := summary.get("voices"):
         several = {name: count for name, count in voices.items() if count > 1}
         listed = "; ".join(f"{name} {count}" for name, count in sorted(several.items()))
@@ -132,9 +135,9 @@ def report_lines(summary: dict, out: Path) -> list[str]:
     return [*lines, f"dataset: {out / 'metadata.csv'}; every clip and why it was dropped: {out / REPORT}"]
 
 
-def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float) -> None:
-    """The clip's audio from the recording at `path`, without DC, loudness-normalised, as 16-bit WAV at the
-    recording's rate."""
+def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float, channel: int | None = None) -> None:
+    """The clip's audio from the recording at `path` (its `channel`, else its channels mixed), without DC,
+    loudness-normalised, as 16-bit WAV at the recording's rate."""
     import soundfile
 
     rate = soundfile.info(str(path)).samplerate
@@ -144,7 +147,7 @@ def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float) -> Non
     clip.audio = f"clips/{clip.recording}-{round(clip.start * 100):07d}.wav"
     target = out_dir / clip.audio
     target.parent.mkdir(parents=True, exist_ok=True)
-    mono = without_dc(audio.mean(axis=1), rate)
+    mono = without_dc(heard(audio, channel), rate)
     soundfile.write(str(target), loudness_normalised(mono, rate, target_lufs), rate, subtype="PCM_16")
 
 

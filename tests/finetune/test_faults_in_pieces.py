@@ -1,0 +1,68 @@
+"""Faults inside a piece of speech (tpu_demo.segmenting.read, measure): a digital dropout, a step in the recording's
+level, clicks; each drops its piece with its reason, while the same speech without them is kept."""
+
+import numpy as np
+import pytest
+
+from tests import planted_speech
+from tests.finetune.test_segmenting import needs_speech_models, pieces, scores_by_recording, segmented
+from tests.testing_utils import require_dia
+
+pytestmark = require_dia
+RATE = 16000
+
+
+def sentence(seed=0, seconds=3.0):
+    """A speech-like signal: 4 "syllables" a second of a 200 Hz buzz with harmonics, under a noise floor."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * RATE)) / RATE
+    buzz = sum(np.sin(2 * np.pi * 200 * k * t) / k for k in range(1, 8))
+    envelope = np.clip(np.sin(2 * np.pi * 2 * t), 0, None) ** 0.5
+    return (0.1 * buzz * envelope + 1e-3 * rng.standard_normal(len(t))).astype(np.float32)
+
+
+def test_digital_silence_inside_speech_is_a_dropout_a_pause_is_not():
+    from tpu_demo.segmenting.read import digital_silences
+
+    speech = sentence()
+    speech[9200:10800] = 0.0  # 100 ms gone mid-syllable
+    found = digital_silences(np.concatenate([np.zeros(8000, np.float32), speech]), RATE)
+    assert [(round(start, 2), round(seconds, 2)) for start, seconds, _, _ in found] == [(1.08, 0.1)]
+    assert min(found[0][2:]) > -40  # speech on both sides (the leading 0.5 s of silence: its run is no dropout)
+
+
+def test_one_sample_off_its_neighbours_is_a_click_speech_is_not():
+    from tpu_demo.segmenting.read import click_windows
+
+    speech = sentence()
+    assert not click_windows(speech, 160).any()
+    speech[8000] = 0.9
+    assert set(np.flatnonzero(click_windows(speech, 160)).tolist()) in ({50}, {49, 50})
+
+
+def test_a_level_step_inside_speech_is_found_and_a_louder_turn_after_a_pause_is_no_fault():
+    from tpu_demo.segmenting.measure import inner_fault, level_steps
+
+    speech = np.concatenate([sentence(0, 6.0), sentence(1, 6.0)])
+    level = 10 * np.log10(np.mean(speech[: len(speech) // 160 * 160].reshape(-1, 160) ** 2, axis=1) + 1e-12)
+    spans = [(0.0, 12.0)]
+    assert level_steps(level, spans) == []
+    stepped = level.copy()
+    stepped[750:] += 12.0  # +12 dB from 7.5 s on
+    steps = level_steps(stepped, spans)
+    assert len(steps) == 1 and 7.0 < steps[0][0] < 8.0 and steps[0][1] > 9
+    marks = {"level": stepped, "dropouts": [], "clicks": np.zeros(len(stepped), bool)}
+    inside, before = pieces((6.5, 9.0), (3.0, 6.0))
+    assert inner_fault(inside, marks, steps)[0] == "level step"
+    assert inner_fault(before, marks, steps) == (None, "")
+
+
+@pytest.mark.xdist_group("segment")
+def test_dropouts_a_gain_step_and_clicks_drop_their_sentences_only(tmp_path):
+    needs_speech_models()
+    truth = planted_speech.write_faults_in_pieces(tmp_path / "recordings")
+    report = segmented(tmp_path / "recordings", tmp_path / "out")
+    row = scores_by_recording(truth, report)["faults/in-pieces"]
+    assert row["faulty_kept"] <= 1.0 and row["good_kept"] >= 0.95 * row["good_seconds"], row
+    assert set(row["reasons"]) == {"dropout", "level step", "clicks"}, row
+    assert row["wrong_text"] == 0, row  # the kept clips carry their own text
