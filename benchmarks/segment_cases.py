@@ -3,7 +3,8 @@
 The cases (tests/planted_speech.py, espeak-ng voices at 44.1 kHz): a script of numbers, money, dates, ordinals, times,
 titles, acronyms, units and names read as people read them, and a clean control; a two-voice dialogue with its
 transcript (`[S1]`/`[S2]`, a `(laughs)` said as a laugh) and without one (diarized); digital dropouts, a +12 dB gain
-step and clicks inside sentences; a stereo file with the speech in its left channel and noise in its right. It prints
+step and clicks inside sentences; a stereo file with the speech in its left channel and noise in its right; a second
+voice over three sentences at the same level. It prints
 a row per recording as benchmarks/segment_faults.py does, with the kept dialogue clips whose speaker tags are wrong,
 the totals, the time per audio hour, and each stage's time (the report's seconds_by_stage).
 
@@ -31,6 +32,7 @@ def build(work: Path, overrides: list[str]) -> tuple[dict, Path, Path]:
     truth |= planted_speech.write_dialogues(recordings)
     truth |= planted_speech.write_faults_in_pieces(recordings)
     truth |= planted_speech.write_one_channel_stereo(recordings)
+    truth |= planted_faults.write_overlap_faults(recordings, under_db=0.0, name="overlap-same-level")
     (work / "truth.json").write_text(json.dumps(truth, indent=1))
     lines = [f"recordings: {json.dumps(str(recordings))}", f"dataset: {json.dumps(str(work / 'dataset'))}",
              "segment_asr_model: pocketsphinx"]  # fmt: skip

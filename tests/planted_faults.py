@@ -380,9 +380,11 @@ def write_pause_faults(folder, sentences: int = 4, seed: int = 0) -> dict:
     return truth
 
 
-def write_overlap_faults(folder, sentences: int = 8, seed: int = 0) -> dict:
-    """alice's recording with bob talking over a third of each of its sentences 2, 4 and 6, 3 dB under her (faulty:
-    two voices at once); her other sentences are clean. The truth, as `write_recordings` gives it."""
+def write_overlap_faults(
+    folder, sentences: int = 8, seed: int = 0, under_db: float = 3.0, name: str = "overlap"
+) -> dict:
+    """alice's recording with bob talking over a third of each of its sentences 2, 4 and 6, `under_db` under her
+    (faulty: two voices at once); her other sentences are clean. The truth, as `write_recordings` gives it."""
     import soundfile
 
     folder, rate = Path(folder), RATES["alice"]
@@ -393,13 +395,16 @@ def write_overlap_faults(folder, sentences: int = 8, seed: int = 0) -> dict:
         other = speak(SENTENCES[(number + 11) % len(SENTENCES)], VOICES["bob"], rate)
         length = min(len(other), said.stop - said.start)
         start = said.start + (said.stop - said.start - length) // 3
-        samples[start : start + length] += other[:length] * np.float32(0.5 / np.abs(other).max() * 10 ** (-3 / 20))
+        samples[start : start + length] += other[:length] * np.float32(
+            0.5 / np.abs(other).max() * 10 ** (-under_db / 20)
+        )
         found[number] = Sentence(found[number].start, found[number].end, found[number].text, VOICES["alice"], True,
                                  "overlapping voice")  # fmt: skip
-    path = folder / "alice/overlap.wav"
+    path = folder / f"alice/{name}.wav"
     path.parent.mkdir(parents=True, exist_ok=True)
     soundfile.write(str(path), samples * np.float32(0.5 / np.abs(samples).max()), rate, subtype="PCM_16")
-    return {"alice/overlap": {"file": "alice/overlap.wav", "fault": "a second voice over 3 of 8", "rate": rate,
+    fault = f"a second voice over 3 of 8{f' at {-under_db:+.0f} dB' if under_db != 3 else ''}"
+    return {f"alice/{name}": {"file": f"alice/{name}.wav", "fault": fault, "rate": rate,
                               "seconds": len(samples) / rate, "sentences": [asdict(s) for s in found]}}  # fmt: skip
 
 

@@ -43,6 +43,16 @@ def test_one_voice_is_all_s1_and_an_odd_piece_is_left_to_the_voice_check():
     assert {piece.turn for piece in found} == {"[S1]"} and not any(piece.dropped for piece in found)
 
 
+def test_one_voice_with_a_second_voice_over_some_pieces_is_one_voice_not_a_dialogue():
+    from tpu_demo.segmenting.diarize import diarize
+
+    found = voices((0, 2, 0), (3, 5, 0), (6, 8, 0), (9, 11, 0), (12, 14, 0), (15, 17, 0))
+    for piece in found[1::2]:  # another voice over these, as loud: their voice moves, about 0.85 from the speaker's
+        mixed = np.asarray(piece.voice) + 0.6 * np.eye(16)[1]
+        piece.voice = list(mixed / np.linalg.norm(mixed))
+    assert diarize(found) == 1 and {piece.turn for piece in found} == {"[S1]"}  # the voice check judges them
+
+
 def test_a_clip_of_a_dialogue_holds_whole_turns():
     from tpu_demo.segmenting.join import join
 

@@ -8,6 +8,7 @@ import pytest
 from tests import planted_faults
 from tests.finetune.test_segmenting import (
     needs_speech_models,
+    no_marks,
     pieces,
     recording,
     scores_by_recording,
@@ -18,13 +19,6 @@ from tests.testing_utils import require_dia
 
 soundfile = pytest.importorskip("soundfile", reason="audio needs soundfile and soxr (pip install soundfile soxr)")
 pytestmark = require_dia
-
-
-def no_marks(seconds: float) -> dict:
-    """read_recording's marks of a recording with nothing marked: no clipping, clicks, dropouts, one level."""
-    windows = int(seconds * 100)
-    return {"clipped": np.zeros(windows), "level": np.full(windows, -20.0), "clicks": np.zeros(windows, bool),
-            "dropouts": []}  # fmt: skip
 
 
 def test_no_clip_is_joined_across_a_long_pause_or_a_sound_in_a_pause():

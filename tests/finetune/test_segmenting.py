@@ -49,6 +49,13 @@ def pieces(*spans, **measured):
     return [Piece(start, end, **measured) for start, end in spans]
 
 
+def no_marks(seconds: float) -> dict:
+    """read_recording's marks of a recording with nothing marked: no clipping, clicks, dropouts, one level."""
+    windows = int(seconds * 100)
+    return {"clipped": np.zeros(windows), "level": np.full(windows, -20.0), "clicks": np.zeros(windows, bool),
+            "dropouts": []}  # fmt: skip
+
+
 def recording(text=None, name="talk", speaker="anna"):
     from tpu_demo.segmenting.read import Recording
 
@@ -604,7 +611,7 @@ def test_a_pieces_noise_is_that_of_its_quieter_side():
     audio = np.concatenate([stretch(1, 1e-4), speech, stretch(1, 1e-4), speech, stretch(1, 0.05),
                             speech + stretch(2, 0.05), stretch(1, 0.05)])  # fmt: skip
     spans = [(1.0, 3.0), (4.0, 6.0), (7.0, 9.0)]
-    found = measure(audio, np.zeros(len(audio) // 160), rate, spans, lambda x: {}, lambda x: ([], []))
+    found = measure(audio, no_marks(len(audio) / rate), rate, spans, lambda x: {}, lambda x: ([], []))
     snr = [piece.snr_db for piece in found]
     # the second piece is clean: the noise that starts in the pause after it is not its noise
     assert snr[0] > 60 and snr[1] > 60 and 10 < snr[2] < 20, snr
