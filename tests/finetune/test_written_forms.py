@@ -28,7 +28,7 @@ def gruut():
         ("The U.S. team at 7 pm.", "the u. s. team at seven p. m."),  # letters said by their names
         ("Prof. Nguyen: 3 classes & 2 labs, 5 kg, #1, 24/7.",
          "professor nguyen three classes and two labs five kilograms number one twenty four seven"),
-        ("[S1] Well, (laughs) I see. [S2] (clears throat) Yes.", "well [SPEECH] i. see [SPEECH] yes"),
+        ("[S1] Well, (laughs) I see. [S2] (clears throat) Yes.", "well [SPEECH] i see [SPEECH] yes"),
     ],
 )  # fmt: skip
 def test_written_forms_are_aligned_as_they_are_said(gruut, written, said):

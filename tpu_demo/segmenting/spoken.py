@@ -83,6 +83,8 @@ NUMBER_WORDS = {
     "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty", "forty", "fifty",
     "sixty", "seventy", "eighty", "ninety",
 }  # fmt: skip
+PLAIN = re.compile(r"^[A-Za-z]+(?:'[A-Za-z]+)?$")
+PUNCTUATION_AROUND = re.compile(r"^[\"'(\[¡¿]+|[.,!?;:\"')\]…]+$")
 READ_AS_WORD = re.compile(r"^[a-z][a-z'.]*$")  # a word gruut's grapheme-to-phoneme model may pronounce
 
 
@@ -151,6 +153,10 @@ def spoken(text: str) -> tuple[tuple[str, str | None], ...]:
     said, words = [], []
 
     def flush():
+        plain = [plain_word(token) for token in words]
+        if all(plain):  # words the dictionary holds, as they are: nothing for gruut to read (most of a script)
+            said.extend((word, None) for word in plain)
+            words.clear()
         if words:
             line = " ".join(words)
             for sentence in gruut.sentences(line, lang="en-us", major_breaks=False, minor_breaks=False):
@@ -178,6 +184,17 @@ def spoken(text: str) -> tuple[tuple[str, str | None], ...]:
         if not (pair[0] == "and" and 0 < number < len(said) - 1 and said[number - 1][0] in LARGE
                 and said[number + 1][0] in NUMBER_WORDS and not re.search(r"\band\b", text, re.I))
     )  # fmt: skip
+
+
+def plain_word(token: str) -> str | None:
+    """`token` in lower case without the punctuation around it, where it is a word of the aligner's dictionary as
+    written (no digits, symbols, abbreviations or acronyms); else None."""
+    if ABBREVIATION.match(token):
+        return None
+    word = PUNCTUATION_AROUND.sub("", token)
+    if not PLAIN.match(word) or (word.isupper() and len(word) > 1):
+        return None
+    return word.lower() if word.lower() in dictionary_words() else None
 
 
 def spoken_text(text: str) -> str:
