@@ -13,16 +13,14 @@ the totals, the time per audio hour, and each stage's time (the report's seconds
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.segment_faults import run, stages, table  # noqa: E402
+from benchmarks.segment_faults import segmented_report, stages, table, work_folder  # noqa: E402
 from tests import planted_faults, planted_speech  # noqa: E402
 
 
@@ -49,11 +47,7 @@ def main(argv=None) -> int:
     parser.add_argument("--processes", type=int, default=1, help="segment with this many CPU processes")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="more segmenting settings for the YAML")
     args = parser.parse_args(argv)
-    if args.out and Path(args.out).exists() and any(Path(args.out).iterdir()):
-        parser.error(f"--out {args.out}: not empty; give a new folder")
-    work = Path(args.out or tempfile.mkdtemp(prefix="segment-cases-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    with work_folder(parser, args.out, args.keep, "segment-cases-") as work:
         try:
             truth, config, dataset = build(work, args.overrides)
         except planted_faults.NoEspeak as error:
@@ -61,13 +55,10 @@ def main(argv=None) -> int:
             return 1
         audio_seconds = sum(planted["seconds"] for planted in truth.values())
         print(f"{len(truth)} recordings, {audio_seconds / 60:.1f} min of audio; segment_asr_model: pocketsphinx")
-        result, elapsed = run(config, args.processes)
-        if result.returncode != 0 or not (dataset / "segment_report.json").is_file():
-            print(f"tpu_demo.segment failed (exit {result.returncode}) after {elapsed:.0f} s; its stderr ends:")
-            print("\n".join(result.stderr.strip().splitlines()[-15:]) or "(nothing)")
+        report, elapsed, result = segmented_report(config, dataset, args.processes)
+        if report is None:
             return 1
         print("\n".join(line for line in result.stdout.splitlines() if line.startswith("tpu_demo:")))
-        report = json.loads((dataset / "segment_report.json").read_text())
         for line in table(planted_faults.score(truth, report), audio_seconds, elapsed, args.processes):
             print(line)
         dialogues = {name: planted for name, planted in truth.items() if planted["fault"] == "dialogue"}
@@ -77,11 +68,6 @@ def main(argv=None) -> int:
         for line in stages(report.get("seconds_by_stage", {}), audio_seconds, args.processes):
             print(line)
         return 0
-    finally:
-        if args.keep:
-            print(f"kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

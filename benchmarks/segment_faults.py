@@ -18,6 +18,7 @@ the end of its stderr and exits 1.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -138,11 +139,7 @@ def main(argv=None) -> int:
     parser.add_argument("--omit", action="append", default=[], metavar="FAULT", help=omit)
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="more segmenting settings for the YAML")
     args = parser.parse_args(argv)
-    if args.out and Path(args.out).exists() and any(Path(args.out).iterdir()):
-        parser.error(f"--out {args.out}: not empty; give a new folder")
-    work = Path(args.out or tempfile.mkdtemp(prefix="segment-faults-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    with work_folder(parser, args.out, args.keep, "segment-faults-") as work:
         try:
             truth, config, dataset = build(work, args.asr, args.omit, args.overrides)
         except planted().NoEspeak as error:
@@ -152,22 +149,40 @@ def main(argv=None) -> int:
         speakers = sorted({name.split("/")[0] for name in truth})
         print(f"{len(truth)} recordings, {audio_seconds / 60:.1f} min of audio, speakers {', '.join(speakers)}; "
               f"segment_asr_model: {args.asr}")  # fmt: skip
-        result, elapsed = run(config, args.processes)
-        if result.returncode != 0 or not (dataset / "segment_report.json").is_file():
-            print(f"tpu_demo.segment failed (exit {result.returncode}) after {elapsed:.0f} s; its stderr ends:")
-            print("\n".join(result.stderr.strip().splitlines()[-15:]) or "(nothing)")
+        report, elapsed, _ = segmented_report(config, dataset, args.processes)
+        if report is None:
             return 1
-        report = json.loads((dataset / "segment_report.json").read_text())
         for line in table(planted().score(truth, report), audio_seconds, elapsed, args.processes):
             print(line)
         for line in stages(report.get("seconds_by_stage", {}), audio_seconds, args.processes):
             print(line)
         return 0
+
+
+@contextlib.contextmanager
+def work_folder(parser, out: str | None, keep: bool, prefix: str):
+    """The benchmark's work folder: `out` (new or empty) or a temporary one; removed after unless `keep`."""
+    if out and Path(out).exists() and any(Path(out).iterdir()):
+        parser.error(f"--out {out}: not empty; give a new folder")
+    work = Path(out or tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        yield work
     finally:
-        if args.keep:
+        if keep:
             print(f"kept: {work} (recordings/, truth.json, segment.yaml, dataset/segment_report.json)")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def segmented_report(config: Path, dataset: Path, processes: int = 1):
+    """`run`'s report, seconds and result; the report None (the end of its stderr printed) where the run failed."""
+    result, elapsed = run(config, processes)
+    if result.returncode != 0 or not (dataset / "segment_report.json").is_file():
+        print(f"tpu_demo.segment failed (exit {result.returncode}) after {elapsed:.0f} s; its stderr ends:")
+        print("\n".join(result.stderr.strip().splitlines()[-15:]) or "(nothing)")
+        return None, elapsed, result
+    return json.loads((dataset / "segment_report.json").read_text()), elapsed, result
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests import planted_speech
-from tests.finetune.test_segmenting import needs_speech_models, scores_by_recording, segmented, soundfile
+from tests.finetune.test_segmenting import segment_planted, soundfile
 from tests.testing_utils import require_dia
 
 pytestmark = require_dia
@@ -29,9 +29,7 @@ def test_the_channel_with_the_speech_is_chosen_and_a_stereo_of_speech_is_mixed(t
 
 @pytest.mark.xdist_group("segment")
 def test_speech_in_one_channel_and_noise_in_the_other_is_kept_and_the_channel_named(tmp_path):
-    needs_speech_models()
-    truth = planted_speech.write_one_channel_stereo(tmp_path / "recordings")
-    report = segmented(tmp_path / "recordings", tmp_path / "out")
-    row = scores_by_recording(truth, report)["channels/left-speech"]
+    _, report, scores = segment_planted(planted_speech.write_one_channel_stereo, tmp_path)
+    row = scores["channels/left-speech"]
     assert row["good_kept"] >= 0.95 * row["good_seconds"] and row["wrong_text"] == 0, row
     assert report["channels"] == {"channels/left-speech": "left of 2"}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests import planted_speech
-from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, scores_by_recording, segmented
+from tests.finetune.test_segmenting import pieces, recording, segment_planted
 from tests.finetune.test_segmenting import settings as recordings_settings
 from tests.testing_utils import require_dia
 
@@ -66,11 +66,7 @@ def test_a_clip_of_a_dialogue_holds_whole_turns():
 
 @pytest.mark.xdist_group("segment")
 def test_a_dialogue_is_kept_with_its_turns_tagged_with_and_without_its_transcript(tmp_path):
-    needs_speech_models()
-    pytest.importorskip("gruut", reason="a transcript is read by gruut: pip install '.[speech]'")
-    truth = planted_speech.write_dialogues(tmp_path / "recordings")
-    report = segmented(tmp_path / "recordings", tmp_path / "out")
-    scores = scores_by_recording(truth, report)
+    truth, report, scores = segment_planted(planted_speech.write_dialogues, tmp_path)
     for name, row in scores.items():
         assert row["good_kept"] >= 0.95 * row["good_seconds"] and row["cuts_inside"] == 0, (name, row)
     assert scores["talks/with-text"]["wrong_text"] == 0  # the other's text is the recogniser's, unchecked

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests import planted_speech
-from tests.finetune.test_segmenting import needs_speech_models, pieces, scores_by_recording, segmented
+from tests.finetune.test_segmenting import pieces, segment_planted
 from tests.testing_utils import require_dia
 
 pytestmark = require_dia
@@ -59,10 +59,7 @@ def test_a_level_step_inside_speech_is_found_and_a_louder_turn_after_a_pause_is_
 
 @pytest.mark.xdist_group("segment")
 def test_dropouts_a_gain_step_and_clicks_drop_their_sentences_only(tmp_path):
-    needs_speech_models()
-    truth = planted_speech.write_faults_in_pieces(tmp_path / "recordings")
-    report = segmented(tmp_path / "recordings", tmp_path / "out")
-    row = scores_by_recording(truth, report)["faults/in-pieces"]
+    row = segment_planted(planted_speech.write_faults_in_pieces, tmp_path)[2]["faults/in-pieces"]
     assert row["faulty_kept"] <= 1.0 and row["good_kept"] >= 0.95 * row["good_seconds"], row
     assert set(row["reasons"]) == {"dropout", "level step", "clicks"}, row
     assert row["wrong_text"] == 0, row  # the kept clips carry their own text

@@ -31,7 +31,7 @@ pytestmark = require_dia
 def needs_speech_models():
     if not PATCHED or TF_VERSION < (5, 0):  # CI's time: the segmenter uses neither the fix nor a 4.x feature
         pytest.skip("the segmenter's real-speech tests run in the patched 5.x envs")
-    for module in ("silero_vad", "speechmos", "resemblyzer", "pyloudnorm", "pocketsphinx"):
+    for module in ("silero_vad", "speechmos", "resemblyzer", "pyloudnorm", "pocketsphinx", "gruut"):
         pytest.importorskip(module, reason="the segmenter's models: pip install '.[speech]'")
     if not shutil.which("espeak-ng"):
         pytest.skip("real speech for the recordings comes from espeak-ng: apt install espeak-ng")
@@ -334,6 +334,15 @@ def segmented(recordings: Path, out: Path, *overrides) -> dict:
 
 def scores_by_recording(truth: dict, report: dict) -> dict:
     return {row["recording"]: row for row in planted_faults.score(truth, report)}
+
+
+def segment_planted(write, folder: Path) -> tuple[dict, dict, dict]:
+    """Recordings made by `write` (tests/planted_speech.py) in folder/recordings, segmented into folder/out: their
+    truth, the report, and each recording's scores (planted_faults.score)."""
+    needs_speech_models()
+    truth = write(folder / "recordings")
+    report = segmented(folder / "recordings", folder / "out")
+    return truth, report, scores_by_recording(truth, report)
 
 
 def snapshot(folder: Path) -> dict:

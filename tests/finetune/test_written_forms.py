@@ -5,7 +5,7 @@ costs only itself, and the text re-synchronises after it."""
 import pytest
 
 from tests import planted_speech
-from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, scores_by_recording, segmented
+from tests.finetune.test_segmenting import pieces, recording, segment_planted
 from tests.testing_utils import require_dia
 
 pytestmark = require_dia
@@ -75,11 +75,7 @@ def test_a_piece_that_does_not_align_costs_only_itself_and_a_reordered_block_is_
 
 @pytest.mark.xdist_group("segment")
 def test_a_script_with_numbers_and_names_keeps_its_speech_with_the_words_said(tmp_path):
-    needs_speech_models()
-    pytest.importorskip("gruut", reason="written forms are read by gruut: pip install '.[speech]'")
-    truth = planted_speech.write_written_forms(tmp_path / "recordings")
-    report = segmented(tmp_path / "recordings", tmp_path / "out")
-    scores = scores_by_recording(truth, report)
+    _, report, scores = segment_planted(planted_speech.write_written_forms, tmp_path)
     for name, row in scores.items():
         assert row["good_kept"] >= 0.9 * row["good_seconds"], (name, row)
         assert row["wrong_text"] == 0 and row["cuts_inside"] == 0, (name, row)
