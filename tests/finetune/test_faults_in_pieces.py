@@ -27,8 +27,15 @@ def test_digital_silence_inside_speech_is_a_dropout_a_pause_is_not():
     speech = sentence()
     speech[9200:10800] = 0.0  # 100 ms gone mid-syllable
     found = digital_silences(np.concatenate([np.zeros(8000, np.float32), speech]), RATE)
-    assert [(round(start, 2), round(seconds, 2)) for start, seconds, _, _ in found] == [(1.08, 0.1)]
-    assert min(found[0][2:]) > -40  # speech on both sides (the leading 0.5 s of silence: its run is no dropout)
+    assert [(round(start, 2), round(seconds, 2)) for start, seconds, *_ in found] == [(1.08, 0.1)]
+    assert min(found[0][2:4]) > -40 and found[0][4] > 0.02  # speech on both sides, cut mid-waveform
+    # a TTS's gap (or a noise gate's) starts and ends where the waveform is at zero: no dropout, however loud around
+    voiced = (0.3 * np.sin(2 * np.pi * 200 * np.arange(1600) / RATE)).astype(np.float32)
+    fade = np.sin(np.linspace(0, np.pi / 2, 32, dtype=np.float32)) ** 2  # 2 ms into and out of silence
+    voiced[:32] *= fade
+    voiced[-32:] *= fade[::-1]
+    gap = digital_silences(np.concatenate([voiced, np.zeros(800, np.float32), voiced]), RATE)
+    assert len(gap) == 1 and gap[0][4] < 0.02
 
 
 def test_one_sample_off_its_neighbours_is_a_click_speech_is_not():

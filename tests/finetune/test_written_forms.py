@@ -5,7 +5,7 @@ costs only itself, and the text re-synchronises after it."""
 import pytest
 
 from tests import planted_speech
-from tests.finetune.test_segmenting import pieces, recording, segment_planted
+from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, segment_planted
 from tests.testing_utils import require_dia
 
 pytestmark = require_dia
@@ -20,10 +20,11 @@ def gruut():
     ("written", "said"),
     [
         ("Dr. Okafor paid $42.50 on March 3rd, 2021.",
-         "doctor okafor paid forty two dollars fifty cents on march third twenty twenty one"),
+         "doctor okafor paid forty two dollars fifty cents on march third n2021"),
         ("Mr. Smith lives on Elm St. with 2 cats.", "mister smith lives on elm street with two cats"),
-        ("About 5% of 1,200 voted.", "about five percent of one thousand two hundred voted"),
-        ("Page 143.", "page one hundred forty three"),  # the "and" a normaliser adds, many readers do not say
+        ("About 5% of 1,200 voted.", "about five percent of n1200 voted"),
+        ("Page 143.", "page n143"),  # one word, its readings its pronunciations (below)
+        ("It raised $1.2 billion.", "it raised one point two billion dollars"),
         ("The 1990s, the FBI and NASA.", "the nineteen nineties the fbi and nasa"),  # the dictionary's acronyms
         ("The U.S. team at 7 pm.", "the u. s. team at seven p. m."),  # letters said by their names
         ("Prof. Nguyen: 3 classes & 2 labs, 5 kg, #1, 24/7.",
@@ -35,6 +36,32 @@ def test_written_forms_are_aligned_as_they_are_said(gruut, written, said):
     from tpu_demo.segmenting.spoken import spoken_text
 
     assert spoken_text(written) == said
+
+
+def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
+    from tpu_demo.segmenting.spoken import number_readings, pronunciations
+
+    assert number_readings(1200) == ["one thousand two hundred", "twelve hundred", "one two oh oh"]
+    assert number_readings(105) == ["one hundred five", "one hundred and five", "one oh five"]
+    assert "nineteen ninety nine" in number_readings(1999)
+    assert len(pronunciations("Flight 105.")["n105"]) == 3  # each reading in the dictionary's phones
+
+
+def test_a_number_aligns_however_it_is_read():
+    needs_speech_models()
+    from tests import planted_faults
+    from tpu_demo.segmenting.align import Aligner
+
+    align = Aligner(0.4)
+    tickets = "About 75% of the 1,200 tickets were sold."
+    for written, said in [
+        (tickets, "About seventy-five percent of the twelve hundred tickets were sold."),
+        (tickets, "About seventy-five percent of the one thousand two hundred tickets were sold."),
+        ("Flight 105 leaves at 6:30 pm.", "Flight one oh five leaves at six thirty P M."),
+        ("Flight 105 leaves at 6:30 pm.", "Flight one hundred and five leaves at six thirty P M."),
+    ]:  # fmt: skip
+        audio = planted_faults.speak(said, planted_faults.VOICES["alice"], 16000)
+        assert align(audio, 16000, written)["problem"] is None, said
 
 
 def test_a_name_the_dictionary_lacks_gets_a_pronunciation(gruut):

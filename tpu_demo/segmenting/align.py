@@ -14,7 +14,15 @@ from tpu_demo.evaluation.intelligibility import normalise
 from tpu_demo.model.tokens import TEXT_TAGS
 from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.read import RATE, Recording, to_model_rate
-from tpu_demo.segmenting.spoken import ABBREVIATION, SOUND, is_sound, pronunciations, spoken_text, tokens
+from tpu_demo.segmenting.spoken import (
+    ABBREVIATION,
+    SOUND,
+    is_sound,
+    pronunciations,
+    said_characters,
+    spoken_text,
+    tokens,
+)
 from tpu_demo.segmenting.transcribe import pcm16
 
 UNIT_END = re.compile(r"[.!?;:,][\"')\]]*$")  # a written word that ends a unit of text (text_units)
@@ -84,7 +92,7 @@ def spoken_characters(text: str, language: str | None = None) -> int:
     if language and not language.lower().startswith("en"):
         return len(normalise(text).replace(" ", ""))
     words = spoken_text(text).split()
-    return sum(SOUND_CHARACTERS if word == SOUND else len(word) for word in words)
+    return sum(SOUND_CHARACTERS if word == SOUND else said_characters(word) for word in words)
 
 
 def disagreement(text: str, transcript: str) -> float:

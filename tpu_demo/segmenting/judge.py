@@ -13,6 +13,7 @@ MIN_BANDWIDTH_HZ = 6000.0  # a narrower piece (telephone 3.4 kHz, AM radio 5 kHz
 VOICE_SECONDS = 1.0  # a shorter piece's voice embedding is too uncertain to judge it by (GE2E: 1.6 s windows)
 OVERLAP_SPREAD = 5.0  # robust deviations under its speaker's usual window: a piece's least similar 1.6 s window
 LEAST_SPREAD = 0.02  # the smallest such deviation counted: one synthetic voice's windows vary by less than a person's
+OVERLAP_PIECES = 6  # pieces of a voice needed to tell its usual windows: a dialogue's voice of 4 dropped clean ones
 OVERLAP_BAK = 0.5  # DNSMOS BAK under its speaker's usual: a second talker is background to DNSMOS
 
 
@@ -27,6 +28,8 @@ def judge(pieces: list[Piece], recording: Recording, settings) -> None:
         return
     for piece in pieces:
         bak, ovrl = piece.dnsmos.get("bak", 5.0), piece.dnsmos.get("ovrl", 5.0)
+        if piece.end - piece.start < VOICE_SECONDS and piece.snr_db is not None:
+            bak = ovrl = 5.0  # DNSMOS hears a piece under a second repeated: its measured SNR judges its noise
         if piece.end - piece.start > settings.max_clip_seconds:
             piece.dropped, piece.detail = "too long", f"no pause within max_clip_seconds {settings.max_clip_seconds}"
         elif piece.clipped > settings.max_clipped_share:
@@ -89,7 +92,7 @@ def drop_overlaps(kept: list[Piece], recordings: list[list[Piece]]) -> None:
     speaker's confident pieces (their median; 1.4826 median absolute deviations, at least LEAST_SPREAD), and its DNSMOS
     BAK more than OVERLAP_BAK under the median of its recording's other pieces (its room and microphone). Either alone
     also marks good speech (a quiet recording, levelled, moves the voice; a noisier room, the BAK)."""
-    if len(kept) < 3:
+    if len(kept) < OVERLAP_PIECES:
         return
     centre, confident = speaker_voice(kept)
     usual = [float(window @ centre) for piece in confident for window in np.array(piece.voice_windows)]
@@ -110,7 +113,7 @@ def drop_overlaps(kept: list[Piece], recordings: list[list[Piece]]) -> None:
             if piece.dnsmos.get("bak", 5.0) < bak - OVERLAP_BAK:
                 piece.dropped = "overlapping voice"
                 piece.detail = (
-                    f"its least similar 1.6 s {least[id(piece)]:.2f} to its speaker, under {cut:.2f} (its speaker's "
+                    f"its least similar 1.6 s {least[id(piece)]:.3f} to its speaker, under {cut:.3f} (its speaker's "
                     f"confident pieces: {median:.2f}, deviation {spread:.3f}), and DNSMOS BAK "
                     f"{piece.dnsmos['bak']:.2f}, under {bak - OVERLAP_BAK:.2f} (its recording's others: {bak:.2f})"
                 )

@@ -8,9 +8,9 @@ import numpy as np
 
 from tpu_demo.segmenting.read import RATE, WINDOW, levelled, window_power
 
-# digital silence with sound within the first of the piece's loud windows on both sides, and within the second on
-# one: speech cut off at its level (a TTS's word gaps reached 20 dB under it on their louder side)
-DROPOUT_DB = (25.0, 12.0)
+# a dropout: digital silence inside a piece with speech on both sides (10 ms within this many dB of the piece's loud
+# windows), cutting into the waveform by at least DROPOUT_CUT of its peak (read.digital_silences)
+DROPOUT_DB, DROPOUT_CUT = 25.0, 0.02
 STEP_DB, STEP_SPEECH = 9.0, 2.0  # a level step: this many dB between the median levels of this much speech each side
 EDGE_MARGIN = 0.05  # seconds: a fault this close to a piece's edge is in the pause (the detector cuts tight)
 NOISE_REACH = 3.0  # seconds: a piece's noise is that of the pauses this close to it, if 0.3 s or more
@@ -114,13 +114,14 @@ def level_steps(level: np.ndarray, spans) -> list[tuple[float, float]]:
 
 
 def inner_fault(piece: Piece, marks: dict, steps: list[tuple[float, float]]) -> tuple[str | None, str]:
-    """A fault inside the piece, and its figures: a dropout (digital silence with speech on both sides of it, at its
-    level on one: DROPOUT_DB of the piece's loud windows), a level step, or clicks."""
+    """A fault inside the piece, and its figures: a dropout (digital silence with speech on both sides of it, cut
+    into the waveform, in a recording with a noise floor: where its pauses are digital silence, a TTS's or a noise
+    gate's, its own gaps inside speech are the same), a level step, or clicks."""
     level = marks["level"][int(piece.start * 100) : max(int(piece.end * 100), int(piece.start * 100) + 1)]
     loud = float(np.percentile(level, 95)) if len(level) else 0.0
-    for at, seconds, before, after in marks["dropouts"]:
+    for at, seconds, before, after, cut in marks["dropouts"] if marks.get("noise_floor", True) else []:
         inside = piece.start + EDGE_MARGIN < at < piece.end - EDGE_MARGIN
-        if inside and min(before, after) >= loud - DROPOUT_DB[0] and max(before, after) >= loud - DROPOUT_DB[1]:
+        if inside and min(before, after) >= loud - DROPOUT_DB and cut >= DROPOUT_CUT:
             return "dropout", f"{seconds * 1000:.0f} ms of digital silence inside speech at {at - piece.start:.2f} s"
     for at, step in steps:
         if piece.start + EDGE_MARGIN < at < piece.end - EDGE_MARGIN:

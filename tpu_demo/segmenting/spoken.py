@@ -38,21 +38,63 @@ ACRONYM = re.compile(r"^([\"'(\[]*)([A-Z]{3,})([^A-Za-z]*)$")  # NASA, FBI: a wo
 
 
 @functools.cache
-def dictionary_words() -> frozenset[str]:
-    """The words of the aligner's dictionary (pocketsphinx's CMU dictionary, in its wheel)."""
+def dictionary() -> dict[str, str]:
+    """The aligner's dictionary (pocketsphinx's CMU dictionary, in its wheel): each word's first pronunciation."""
     from pathlib import Path
 
     import pocketsphinx
 
     path = Path(pocketsphinx.__file__).parent / "model" / "en-us" / "cmudict-en-us.dict"
-    return frozenset(line.split(" ", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        word, _, phones = line.partition(" ")
+        found.setdefault(word, phones.strip())
+    return found
+
+
+def number_readings(number: int) -> list[str]:
+    """The ways a reader says a whole number, the usual first: "one thousand two hundred" (and with "and"), "twelve
+    hundred", a year's "nineteen ninety-nine", digit by digit "one oh five"."""
+    from num2words import num2words
+
+    def words(text: str) -> str:
+        return " ".join(text.replace("-", " ").replace(",", " ").split())
+
+    cardinal = words(num2words(number))
+    readings = [cardinal.replace(" and ", " "), cardinal]
+    if 1100 <= number <= 9999 and number % 100 == 0 and number % 1000:
+        readings.append(words(num2words(number // 100)) + " hundred")
+    if 1000 <= number <= 2099:
+        readings.append(words(num2words(number, to="year")))
+    if 100 <= number <= 9999:
+        readings.append(" ".join("oh" if digit == "0" else words(num2words(int(digit))) for digit in str(number)))
+    return list(dict.fromkeys(readings))
+
+
+def said_number(token: str) -> tuple[str, tuple[str, ...]] | None:
+    """A whole number of 100 or more as written ("1,200", "105") as one word for the aligner (`n1200`), whose
+    pronunciations are its readings (`number_readings`): the alignment takes the one said; None for any other token
+    (a smaller number has one reading, gruut's)."""
+    digits = NUMBER.match(PUNCTUATION_AROUND.sub("", token))
+    if not digits:
+        return None
+    number = int(digits.group(0).replace(",", ""))
+    if number < 100:  # one reading: gruut's words
+        return None
+    variants = []
+    for reading in number_readings(number):
+        phones = [dictionary().get(word) for word in reading.split()]
+        if all(phones):
+            variants.append(" ".join(phones))
+            READINGS.setdefault(f"n{number}", reading)
+    return (f"n{number}", tuple(dict.fromkeys(variants))) if variants else None
 
 
 def as_read(token: str) -> str:
     """An acronym the dictionary holds as a word, in lower case: read as the dictionary says ("NASA" a word, "FBI"
     spelled), where gruut would spell every one."""
     found = ACRONYM.match(token)
-    if found and found.group(2).lower() in dictionary_words():
+    if found and found.group(2).lower() in dictionary():
         return f"{found.group(1)}{found.group(2).lower()}{found.group(3)}"
     return token
 
@@ -63,6 +105,7 @@ UNITS = {  # after a number, as read (gruut reads numbers, not these)
     "°f": "degrees", "°": "degrees", "kb": "kilobytes", "mb": "megabytes", "gb": "gigabytes", "hz": "hertz",
     "khz": "kilohertz",
 }  # fmt: skip
+CURRENCIES = {"$": "dollars", "£": "pounds", "€": "euros"}
 TITLES = {  # before a name, as read (gruut reads Dr., Mr., Mrs., St.)
     "Prof": "Professor", "Gen": "General", "Capt": "Captain", "Sgt": "Sergeant", "Lt": "Lieutenant", "Col": "Colonel",
     "Gov": "Governor", "Sen": "Senator", "Rev": "Reverend", "Fr": "Father", "Supt": "Superintendent", "Ms": "Miz",
@@ -71,6 +114,9 @@ SYMBOLS = [  # written forms gruut leaves as they are, as a reader says them
     (re.compile(r"(?<=\d)\s*(" + "|".join(sorted(map(re.escape, UNITS), key=len, reverse=True)) + r")\b", re.I),
      lambda found: " " + UNITS[found.group(1).lower()]),
     (re.compile(r"\b(\d{2})(\d0)'?s\b"), lambda found: decade(found.group(1) + found.group(2))),  # the 1990s
+    # "$1.2 billion": gruut reads "one dollar twenty cents billion"; a reader "one point two billion dollars"
+    (re.compile(r"([$£€])\s?(\d+(?:[.,]\d+)?)\s+(thousand|million|billion|trillion)\b", re.I),
+     lambda found: f"{found.group(2)} {found.group(3)} {CURRENCIES[found.group(1)]}"),
     (re.compile(r"(?<=\d)\s*([ap])\.?m\b\.?", re.I), lambda found: f" {found.group(1).upper()}M"),  # 7 pm: AM, spelled
     (re.compile(r"\b(" + "|".join(TITLES) + r")\.(?=\s)"), lambda found: TITLES[found.group(1)]),
     (re.compile(r"#(?=\d)"), lambda found: "number "),
@@ -83,6 +129,8 @@ NUMBER_WORDS = {
     "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty", "forty", "fifty",
     "sixty", "seventy", "eighty", "ninety",
 }  # fmt: skip
+NUMBER = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d{1,7})$")  # a whole number as written: 105, 1,200 (not 3.5, 3rd)
+READINGS = {}  # a number's word for the aligner: its usual reading (what its length is counted by)
 PLAIN = re.compile(r"^[A-Za-z]+(?:'[A-Za-z]+)?$")
 PUNCTUATION_AROUND = re.compile(r"^[\"'(\[¡¿]+|[.,!?;:\"')\]…]+$")
 READ_AS_WORD = re.compile(r"^[a-z][a-z'.]*$")  # a word gruut's grapheme-to-phoneme model may pronounce
@@ -111,6 +159,10 @@ def tokens(text: str) -> list[str]:
 
 def is_sound(token: str) -> bool:
     return NON_VERBAL_TAG.match(token) is not None
+
+
+def guesses(phones: str | None) -> tuple[str, ...]:
+    return (phones,) if phones else ()
 
 
 def arpabet(phonemes: list[str]) -> str | None:
@@ -145,9 +197,10 @@ def espeak_pronunciation(word: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=65536)
-def spoken(text: str) -> tuple[tuple[str, str | None], ...]:
-    """The words a reader says for `text` as written, lower case, each with its pronunciation (ARPAbet, None where
-    gruut has none); a non-verbal tag is SOUND; speaker and language tags say nothing."""
+def spoken(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The words a reader says for `text` as written, lower case, each with its pronunciations (ARPAbet: gruut's, a
+    number's readings; none where the dictionary's is meant or gruut has none); a whole number is one word (`n1200`,
+    `said_number`); a non-verbal tag is SOUND; speaker and language tags say nothing."""
     import gruut
 
     said, words = [], []
@@ -155,7 +208,7 @@ def spoken(text: str) -> tuple[tuple[str, str | None], ...]:
     def flush():
         plain = [plain_word(token) for token in words]
         if all(plain):  # words the dictionary holds, as they are: nothing for gruut to read (most of a script)
-            said.extend((word, None) for word in plain)
+            said.extend((word, ()) for word in plain)
             words.clear()
         if words:
             line = " ".join(words)
@@ -165,17 +218,20 @@ def spoken(text: str) -> tuple[tuple[str, str | None], ...]:
                         continue
                     phonemes = word.phonemes or []
                     if len(word.text) == 1 and word.text.isalpha() and any("ˈ" in p for p in phonemes):
-                        said.append((f"{word.text.lower()}.", arpabet(phonemes)))  # a letter said by its name
+                        said.append((f"{word.text.lower()}.", guesses(arpabet(phonemes))))  # a letter by its name
                         continue
                     for part in word.text.lower().replace("-", " ").split():
                         whole = " " not in word.text.replace("-", " ") and READ_AS_WORD.match(part)
-                        said.append((part, arpabet(phonemes) if whole else None))
+                        said.append((part, guesses(arpabet(phonemes) if whole else None)))
             words.clear()
 
     for token in tokens(readable(TEXT_TAGS.sub(" ", text))):
         if is_sound(token):
             flush()
-            said.append((SOUND, None))
+            said.append((SOUND, ()))
+        elif number := said_number(token):
+            flush()
+            said.append(number)
         else:
             words.append(as_read(token))
     flush()
@@ -194,7 +250,12 @@ def plain_word(token: str) -> str | None:
     word = PUNCTUATION_AROUND.sub("", token)
     if not PLAIN.match(word) or (word.isupper() and len(word) > 1):
         return None
-    return word.lower() if word.lower() in dictionary_words() else None
+    return word.lower() if word.lower() in dictionary() else None
+
+
+def said_characters(word: str) -> int:
+    """The characters a spoken word stands for: a number's usual reading's."""
+    return len(READINGS.get(word, word).replace(" ", ""))
 
 
 def spoken_text(text: str) -> str:
@@ -207,6 +268,6 @@ def pronunciations(text: str) -> dict[str, list[str]]:
     for a word the aligner's dictionary lacks (the aligner takes the one the audio fits)."""
     found = {}
     for word, phones in spoken(text):
-        if word not in dictionary_words():
-            found[word] = list(dict.fromkeys(guess for guess in (phones, espeak_pronunciation(word)) if guess))
+        if word not in dictionary():
+            found[word] = list(dict.fromkeys([*phones, *filter(None, [espeak_pronunciation(word)])]))
     return {word: guesses for word, guesses in found.items() if guesses}

@@ -93,7 +93,10 @@ def report_lines(summary: dict, out: Path) -> list[str]:
     kept = summary["kept"]
     total = kept["seconds"] + sum(reason["seconds"] for reason in summary["dropped"].values())
     dropped = "; ".join(f"{name} {d['clips']} ({d['seconds']:.1f} s)" for name, d in summary["dropped"].items())
-    speakers = "; ".join(f"{name} {s['clips']} ({s['seconds']:.1f} s)" for name, s in summary["speakers"].items())
+    speakers = "; ".join(
+        f"{name if name != '-' else 'no speaker folder'} {s['clips']} ({s['seconds']:.1f} s)"
+        for name, s in summary["speakers"].items()
+    )
     lines = [
         f"{summary['recordings']} recordings, {total:.1f} s of speech cut into clips: kept {kept['clips']} clips "
         f"({kept['seconds']:.1f} s)",
