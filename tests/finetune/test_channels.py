@@ -33,3 +33,15 @@ def test_speech_in_one_channel_and_noise_in_the_other_is_kept_and_the_channel_na
     row = scores["channels/left-speech"]
     assert row["good_kept"] >= 0.95 * row["good_seconds"] and row["wrong_text"] == 0, row
     assert report["channels"] == {"channels/left-speech": "left of 2"}
+
+
+def test_clipping_in_a_channel_not_read_is_no_fault_of_the_speech(tmp_path):
+    from tpu_demo.segmenting.read import read_recording, speech_channel
+
+    t = np.arange(4 * 16000) / 16000
+    speech = (0.3 * np.sin(2 * np.pi * 220 * t) * (np.sin(2 * np.pi * 0.5 * t) > 0)).astype(np.float32)
+    hum = np.clip(2 * np.sin(2 * np.pi * 50 * t), -1, 1).astype(np.float32)  # a hum clipped at full scale
+    soundfile.write(tmp_path / "left.wav", np.stack([speech, hum], axis=1), 16000, subtype="FLOAT")
+    assert speech_channel(tmp_path / "left.wav") == 0
+    assert read_recording(tmp_path / "left.wav", 0)[1]["clipped"].sum() == 0
+    assert read_recording(tmp_path / "left.wav")[1]["clipped"].sum() > 0  # mixed, the hum's clipping is heard

@@ -47,6 +47,19 @@ def test_one_sample_off_its_neighbours_is_a_click_speech_is_not():
     assert set(np.flatnonzero(click_windows(speech, 160)).tolist()) in ({50}, {49, 50})
 
 
+def test_marks_are_on_10_ms_windows_at_any_rate(tmp_path):
+    # at 22.05 kHz, windows of rate // 100 = 220 samples drifted: a click at 110 s was marked at 110.25 s
+    from tests.finetune.test_segmenting import soundfile
+    from tpu_demo.segmenting.read import read_recording
+
+    rate = 22050
+    noise = (0.01 * np.random.default_rng(0).standard_normal(120 * rate)).astype(np.float32)
+    noise[110 * rate] = 0.9
+    soundfile.write(tmp_path / "long.wav", noise, rate, subtype="FLOAT")
+    marks = read_recording(tmp_path / "long.wav")[1]
+    assert len(marks["level"]) == 12001 and np.flatnonzero(marks["clicks"]).tolist() == [11000]
+
+
 def test_a_level_step_inside_speech_is_found_and_a_louder_turn_after_a_pause_is_no_fault():
     from tpu_demo.segmenting.measure import inner_fault, level_steps
 

@@ -62,6 +62,23 @@ def recording(text=None, name="talk", speaker="anna"):
     return Recording(Path(f"{name}.wav"), name, speaker, text)
 
 
+def test_a_piece_just_under_the_longest_clip_gets_margins_that_keep_it_within():
+    # its margins made a 9.9 s piece a 10.2 s clip: more frames than max_audio_frames 861 holds, dropped in training
+    from tpu_demo.segmenting.join import join
+
+    clips = join(pieces((1.0, 10.9)), recording(), 11.5, settings(max_clip_seconds=9.98, min_clip_seconds=0.5))
+    assert clips[0].seconds <= 9.98 and clips[0].start < 1.0 and clips[0].end > 10.9
+
+
+def test_an_empty_or_tiny_recording_reads_and_writes_without_error():
+    from tpu_demo.segmenting.read import without_dc
+    from tpu_demo.segmenting.write import loudness_normalised
+
+    assert without_dc(np.zeros(0, np.float32), 16000).shape == (0,)
+    short = (0.1 * np.sin(np.arange(3200) / 5)).astype(np.float32)  # 0.2 s: under BS.1770's 0.4 s block
+    assert 0 < np.abs(loudness_normalised(short, 16000, -20.0)).max() <= 10 ** (-1 / 20)
+
+
 def test_neighbouring_pieces_are_joined_up_to_the_longest_and_a_dropped_one_costs_only_itself():
     from tpu_demo.segmenting.join import join
 

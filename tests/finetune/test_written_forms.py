@@ -77,6 +77,16 @@ def test_units_end_at_sentences_not_inside_titles_or_dates(gruut):
 
     units = unit_texts(text_units("Dr. Okafor paid on March 3rd, 2021. Then J. K. Rowling spoke, briefly."))
     assert units == ["[S1] Dr. Okafor paid on March 3rd, 2021.", "[S1] Then J. K. Rowling spoke,", "[S1] briefly."]
+    # "No.", "etc." and a letter after a lower-case word end their sentences
+    units = unit_texts(text_units("Did you go? No. I read, etc. Then plan B. It worked."))
+    assert units == [
+        "[S1] Did you go?",
+        "[S1] No.",
+        "[S1] I read,",
+        "[S1] etc.",
+        "[S1] Then plan B.",
+        "[S1] It worked.",
+    ]
 
 
 def test_a_piece_that_does_not_align_costs_only_itself_and_a_reordered_block_is_found(gruut):

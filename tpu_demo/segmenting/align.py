@@ -15,8 +15,8 @@ from tpu_demo.model.tokens import TEXT_TAGS
 from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.read import RATE, Recording, to_model_rate
 from tpu_demo.segmenting.spoken import (
-    ABBREVIATION,
     SOUND,
+    before_a_name,
     is_sound,
     pronunciations,
     said_characters,
@@ -143,8 +143,9 @@ def text_units(text: str) -> list[list[tuple[str, str]]]:
     for number, pair in enumerate(pairs):
         unit.append(pair)
         last, following = pair[1].split()[-1], pairs[number + 1][1] if number + 1 < len(pairs) else ""
+        previous = pairs[number - 1][1].split()[-1] if number else ""
         # no end after a title or an initial ("Dr. Okafor"), nor at a comma inside a date or a number ("3rd, 2021")
-        inside = ABBREVIATION.match(last) or (last.endswith(",") and following[:1].isdigit())
+        inside = before_a_name(last, previous, following) or (last.endswith(",") and following[:1].isdigit())
         sound = pair[0] == SOUND or (number + 1 < len(pairs) and pairs[number + 1][0] == SOUND)
         if (UNIT_END.search(last) and not inside) or sound:  # a non-verbal tag is a unit: a sound between pauses
             units.append(unit)

@@ -35,14 +35,23 @@ class Clip:
         return self.end - self.start
 
 
-def with_margins(pieces: list[Piece], first: int, last: int, seconds: float) -> tuple[float, float]:
+def with_margins(
+    pieces: list[Piece], first: int, last: int, seconds: float, longest: float = float("inf")
+) -> tuple[float, float]:
     """Where a clip of `pieces[first:last + 1]` starts and ends: up to EDGE into the pauses around it, never past half
-    of one."""
+    of one, the margins narrowed (alike, as far as each goes) so the clip is no longer than `longest` (pieces longer
+    than that keep theirs: they are dropped as too long)."""
     before = pieces[first - 1].end if first else 0.0
     after = pieces[last + 1].start if last + 1 < len(pieces) else seconds
-    start = pieces[first].start - min(EDGE, (pieces[first].start - before) / 2)
-    end = pieces[last].end + min(EDGE, (after - pieces[last].end) / 2)
-    return round(max(0.0, start), 3), round(min(seconds, end), 3)
+    lead = min(EDGE, (pieces[first].start - before) / 2, pieces[first].start)
+    tail = min(EDGE, (after - pieces[last].end) / 2, seconds - pieces[last].end)
+    excess = pieces[last].end - pieces[first].start + lead + tail - longest
+    if 0 < excess <= lead + tail:  # a piece just under max_clip_seconds: its margins would make it too long
+        cut = min(excess / 2, lead, tail)
+        lead, tail, rest = lead - cut, tail - cut, excess - 2 * cut
+        taken = min(lead, rest)  # what the narrower margin could not give, from the other
+        lead, tail = lead - taken, max(0.0, tail - (rest - taken))
+    return round(max(0.0, pieces[first].start - lead), 3), round(min(seconds, pieces[last].end + tail), 3)
 
 
 def turns(piece: Piece) -> tuple[str | None, str | None]:
@@ -101,7 +110,8 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings, ma
     clips = []
     for numbers in groups:
         group = [pieces[number] for number in numbers]
-        clip = Clip(recording.name, *with_margins(pieces, numbers[0], numbers[-1], seconds), recording.speaker)
+        span = with_margins(pieces, numbers[0], numbers[-1], seconds, settings.max_clip_seconds)
+        clip = Clip(recording.name, *span, recording.speaker)
         clip.text = joined_text([piece.text for piece in group])
         clip.transcript = " ".join(piece.transcript or "" for piece in group).strip()
         snrs = [piece.snr_db for piece in group if piece.snr_db is not None]

@@ -130,57 +130,69 @@ def speech_channel(path: Path) -> int | None:
 
 def read_recording(path: Path, channel: int | None = None) -> tuple[np.ndarray, dict, int]:
     """The recording as 16 kHz mono for the models (its `channel`, else its channels mixed), without DC and levelled
-    to LEVEL_LUFS; what was marked at its own rate, before any gain, per 10 ms window: `clipped`, its samples at
-    full scale (any channel), `level`, its level in dBFS, `clicks`, whether a click is in it (one sample far off
-    its neighbours); `dropouts`, each run of digital silence of 5 to 300 ms (`digital_silences`), and whether it has
-    a `noise_floor` (its pauses are not digital silence); and its rate.
-    Read block by block, so only the 16 kHz copy is ever whole in memory."""
+    to LEVEL_LUFS; what was marked at its own rate, before any gain, per 10 ms window (window k holds the samples
+    of k/100 s up to (k+1)/100 s, at any rate): `clipped`, its samples at full scale (in the channel read, or any),
+    `level`, its level in dBFS, `clicks`, whether a click is in it (one sample far off its neighbours); `dropouts`,
+    each run of digital silence of 5 to 300 ms (`digital_silences`), and whether it has a `noise_floor` (its pauses
+    are not digital silence); and its rate. Read block by block, so only the 16 kHz copy is ever whole in memory."""
     import soundfile
     import soxr
 
-    rate = soundfile.info(str(path)).samplerate
-    size = max(1, rate // 100)
+    info = soundfile.info(str(path))
+    rate, count = info.samplerate, info.frames * 100 // info.samplerate + 1
+    sums = {name: np.zeros(count) for name in ("clipped", "power", "samples", "zeros", "clicks")}
     stream = soxr.ResampleStream(rate, RATE, 1, dtype="float32")
-    audio, clipped, level, clicks, dropouts, at, silent = [], [], [], [], [], 0, 0
-    blocks = soundfile.blocks(str(path), blocksize=size * 6000, dtype="float32", always_2d=True)
-    for block in blocks:
-        whole = len(block) // size * size
-        clipped.append((np.abs(block[:whole]) >= 0.999).any(axis=1).reshape(-1, size).sum(axis=1))
+    audio, dropouts, at = [], [], 0
+    for block in soundfile.blocks(str(path), blocksize=rate * 60, dtype="float32", always_2d=True):
+        window = np.arange(at, at + len(block), dtype=np.int64) * 100 // rate
+        first, local = int(window[0]), window - window[0]
+
+        def add(name, weights=None, first=first, local=local):
+            found = np.bincount(local, weights=weights)
+            sums[name][first : first + len(found)] += found
+
+        add("clipped", (np.abs(block if channel is None else block[:, [channel]]) >= 0.999).any(axis=1) * 1.0)
         samples = heard(block, channel)
-        windows = samples[:whole].reshape(-1, size).astype(np.float64)
-        level.append(10 * np.log10((windows**2).mean(axis=1) + 1e-12))
-        clicks.append(click_windows(samples[:whole], size))
+        add("power", samples.astype(np.float64) ** 2)
+        add("samples")
+        add("zeros", (samples == 0) * 1.0)
+        add("clicks", click_samples(samples, local) * 1.0)
         dropouts += [(at / rate + start, *rest) for start, *rest in digital_silences(samples, rate)]
-        silent += int((windows == 0).all(axis=1).sum())
         audio.append(stream.resample_chunk(samples))
         at += len(block)
     audio.append(stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True))
     audio16k = levelled(without_dc(np.concatenate(audio), RATE))  # level and DC are no faults: gone before judging
-    empty = np.zeros(0)
+    held = sums["samples"] > 0
+    silent = int((held & (sums["zeros"] == sums["samples"])).sum())
     marks = {
-        "clipped": np.concatenate(clipped or [empty]),
-        "level": np.concatenate(level or [empty]),
-        "clicks": np.concatenate(clicks or [empty]),
+        "clipped": sums["clipped"],
+        "level": 10 * np.log10(sums["power"] / np.maximum(sums["samples"], 1) + 1e-12),
+        "clicks": sums["clicks"] > 0,
         "dropouts": dropouts,
         # digital silence in its pauses (a TTS's output, a noise gate): its own gaps inside speech look like dropouts
-        "noise_floor": silent <= NOISE_FLOOR_SHARE * max(1, sum(len(part) for part in level)),
+        "noise_floor": silent <= NOISE_FLOOR_SHARE * max(1, int(held.sum())),
     }
     return audio16k, marks, rate
 
 
-def click_windows(samples: np.ndarray, size: int) -> np.ndarray:
-    """Per `size`-sample window, whether it holds a click: a sample CLICK_RATIO times the window's RMS away from the
-    median of it and its 4 neighbours (a 5-point median follows speech, noise and a TTS's sharp glottal pulses,
-    whose farthest samples here were at most 10 times the RMS; an impulse stands out of it). A click under the
-    level of the sound around it is not caught."""
-    count = len(samples) // size
-    if count < 1 or len(samples) < 5:
-        return np.zeros(count, dtype=bool)
+def click_samples(samples: np.ndarray, window: np.ndarray) -> np.ndarray:
+    """Which samples are clicks: CLICK_RATIO times the RMS of their `window` (an index per sample) away from the
+    median of them and their 4 neighbours (a 5-point median follows speech, noise and a TTS's sharp glottal pulses,
+    whose farthest samples here were at most 10 times the RMS; an impulse stands out of it). A click under the level
+    of the sound around it is not caught."""
+    if len(samples) < 5:
+        return np.zeros(len(samples), dtype=bool)
     padded = np.pad(samples, 2, mode="edge")
-    median = np.median(np.stack([padded[k : k + len(samples)] for k in range(5)]), axis=0)
-    away = np.abs(samples - median)[: count * size].reshape(-1, size).max(axis=1)
-    rms = np.sqrt(np.mean(samples[: count * size].astype(np.float64).reshape(-1, size) ** 2, axis=1))
-    return (away > CLICK_RATIO * np.maximum(rms, 1e-6)) & (away > CLICK_FLOOR)
+    away = np.abs(samples - np.median(np.stack([padded[k : k + len(samples)] for k in range(5)]), axis=0))
+    power = np.bincount(window, weights=samples.astype(np.float64) ** 2) / np.maximum(np.bincount(window), 1)
+    return (away > CLICK_RATIO * np.maximum(np.sqrt(power), 1e-6)[window]) & (away > CLICK_FLOOR)
+
+
+def click_windows(samples: np.ndarray, size: int) -> np.ndarray:
+    """Per `size`-sample window, whether it holds a click (`click_samples`)."""
+    count = len(samples) // size
+    window = np.arange(count * size) // size
+    return np.bincount(window, weights=click_samples(samples[: count * size], window), minlength=count) > 0
 
 
 def digital_silences(samples: np.ndarray, rate: int) -> list[tuple[float, float, float, float, float]]:
@@ -231,7 +243,7 @@ def without_dc(audio: np.ndarray, rate: int) -> np.ndarray:
     from scipy.signal import butter, sosfiltfilt
 
     if len(audio) < 64:
-        return (audio - audio.mean(initial=0.0)).astype(np.float32)
+        return (audio - (audio.mean() if len(audio) else 0.0)).astype(np.float32)
     sos = butter(2, 20.0, btype="highpass", fs=rate, output="sos")
     return sosfiltfilt(sos, audio.astype(np.float64)).astype(np.float32)
 

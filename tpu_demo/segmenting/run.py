@@ -107,7 +107,8 @@ def align_recording(recording, pieces: list[Piece], stages: Stages, models: Mode
     before, rate = len(aligned), info.samplerate
     # each piece with the margins its clip would get: a speech detector cuts tight, inside a last consonant
     seconds = info.frames / rate
-    spans = {id(piece): with_margins(pieces, number, number, seconds) for number, piece in enumerate(pieces)}
+    spans = {id(piece): with_margins(pieces, number, number, seconds, stages.longest)
+             for number, piece in enumerate(pieces)}  # fmt: skip
 
     def align_piece(piece, text):
         start, end = spans[id(piece)]
@@ -207,6 +208,8 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
         if aligns(recording, settings):
             align_recording(recording, pieces, Stages(recording, out, settings, asr_model), models)
         voices[recording.name] = diarize(pieces) if recording.text is None else len(voices_of(pieces)) or 1
+        if not aligns(recording, settings):  # a transcript's text, tagged by its voice; another language's own
+            give_texts(pieces, recording, settings.max_asr_cer)
         if (voices[recording.name] > 1 and recording.text is None) or "[S2]" in (recording.text or ""):
             dialogues.add(recording.name)
     for speaker in {recording.speaker or recording.name for recording in recordings}:  # one voice: its speaker's
@@ -218,8 +221,6 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
             drop_other_voices(turn, settings.min_speaker_similarity)
     clips = []
     for recording in recordings:
-        if not aligns(recording, settings):
-            give_texts(pieces_of[recording.name], recording, settings.max_asr_cer)
         clips += join(pieces_of[recording.name], recording, seconds_of[recording.name], settings, max_text_tokens)
     drop_unusual_pace(clips, settings.pace_tolerance, settings.segment_language)
     metadata = out / "metadata.csv"

@@ -18,11 +18,22 @@ NON_VERBAL = (
 NON_VERBAL_TAG = re.compile(rf"\((?:{NON_VERBAL})\)", re.IGNORECASE)
 TOKEN = re.compile(rf"{NON_VERBAL_TAG.pattern}\S*|\S+", re.IGNORECASE)  # a written token; a tag is one
 SOUND = "[SPEECH]"  # pocketsphinx's filler for a speech-like sound (+SPN+): what a non-verbal tag aligns as
-# a period that ends no sentence: a title before a name, a street, an initial ("J. K. Rowling")
+# a period that may end no sentence, which gruut reads: a title, a street, an initial ("J. K. Rowling"), "etc."
 ABBREVIATION = re.compile(
-    r"^(?:mr|mrs|ms|dr|prof|st|jr|sr|vs|etc|mt|ft|no|vol|fig|approx|dept|gen|capt|sgt|lt|col|gov|sen|rev|fr|supt|[a-z])\.$",
+    r"^(?:mr|mrs|ms|dr|prof|st|jr|sr|vs|etc|mt|ft|vol|fig|approx|dept|gen|capt|sgt|lt|col|gov|sen|rev|fr|supt|[a-z])\.$",
     re.I,
 )
+TITLE = re.compile(r"^(?:Mr|Mrs|Ms|Dr|Prof|St|Gen|Capt|Sgt|Lt|Col|Gov|Sen|Rev|Fr|Supt)\.$")  # before a name
+INITIAL = re.compile(r"^[A-Z]\.$")
+
+
+def before_a_name(word: str, previous: str, following: str) -> bool:
+    """Whether a written word's period ends no sentence: a title before a name ("Dr. Okafor"), or an initial inside
+    a name ("J. K. Rowling"); "No.", "etc." and "plan B." end theirs."""
+    if not following[:1].isupper():
+        return False
+    return bool(TITLE.match(word) or (INITIAL.match(word) and previous[:1].isupper()))
+
 
 IPA_TO_ARPABET = {  # gruut's English phonemes (stress marks and lengths dropped) to CMU's
     "ɑ": "AA", "æ": "AE", "ʌ": "AH", "ə": "AH", "ɔ": "AO", "aʊ": "AW", "aɪ": "AY", "ɛ": "EH", "ɚ": "ER", "ɝ": "ER",

@@ -46,6 +46,7 @@ class Stages:
 
     def __init__(self, recording, out: Path, settings, asr_model: str):
         self.folder = out / PARTS / hashlib.sha256(recording.name.encode()).hexdigest()[:16]
+        self.longest = settings.max_clip_seconds  # a clip's length, margins included (join.with_margins)
         stat = recording.path.stat()
         cut = (settings.vad_threshold, settings.min_pause_seconds, settings.max_clip_seconds)
         self.pieces_key = key(STAGES, "pieces", stat.st_size, stat.st_mtime_ns, *cut)

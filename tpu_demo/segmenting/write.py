@@ -14,7 +14,7 @@ import numpy as np
 from tpu_demo.data.metadata import decode, read_corrections_table, read_edits
 from tpu_demo.errors import FineTuneError
 from tpu_demo.segmenting.join import Clip
-from tpu_demo.segmenting.read import heard, without_dc
+from tpu_demo.segmenting.read import heard, levelled, without_dc
 from tpu_demo.segmenting.settings import CORRECTIONS, PARTS, REPORT
 
 
@@ -188,15 +188,11 @@ def summarise(clips: list[Clip], recordings: int) -> dict:
 
 
 def loudness_normalised(audio: np.ndarray, rate: int, target_lufs: float) -> np.ndarray:
-    """`audio` at `target_lufs` integrated loudness (BS.1770), its peak kept at or below -1 dBFS."""
-    import pyloudnorm
-
-    loudness = pyloudnorm.Meter(rate).integrated_loudness(audio.astype(np.float64))
-    gain = 10 ** ((target_lufs - loudness) / 20) if np.isfinite(loudness) else 1.0
-    peak = float(np.abs(audio).max(initial=0.0)) * gain
-    if peak > 10 ** (-1 / 20):
-        gain *= 10 ** (-1 / 20) / peak
-    return (audio * gain).astype(np.float32)
+    """`audio` at `target_lufs` integrated loudness (BS.1770; `levelled`: RMS for a clip under its 0.4 s), its peak
+    kept at or below -1 dBFS."""
+    audio = levelled(np.asarray(audio, dtype=np.float32), rate, target_lufs)
+    peak = float(np.abs(audio).max(initial=0.0))
+    return (audio * np.float32(min(1.0, 10 ** (-1 / 20) / peak)) if peak else audio).astype(np.float32)
 
 
 def output_folder(config) -> Path:
