@@ -9,7 +9,7 @@ is dropped as `uncertain voice`)."""
 
 import numpy as np
 
-from tpu_demo.segmenting.judge import VOICE_SECONDS
+from tpu_demo.segmenting.judge import VOICE_SECONDS, mean_voice
 from tpu_demo.segmenting.measure import Piece
 
 DIARIZE_SIMILARITY = 0.75  # pieces whose voices are this similar on average are one voice (min_speaker_similarity's)
@@ -41,7 +41,9 @@ def voices_of(pieces: list[Piece]) -> list[list[Piece]]:
     # voice over some of its pieces, a noisier stretch); two people's mean voices were 0.67 alike, such a one 0.83
     voices = []
     for cluster in sorted(major, key=len, reverse=True):
-        same = next((voice for voice in voices if float(centre(voice) @ centre(cluster)) >= DIARIZE_SIMILARITY), None)
+        same = next(
+            (voice for voice in voices if float(mean_voice(voice) @ mean_voice(cluster)) >= DIARIZE_SIMILARITY), None
+        )
         if same is None:
             voices.append(cluster)
         else:
@@ -54,11 +56,6 @@ def gap(piece: Piece, other: Piece) -> float:
     return max(other.start - piece.end, piece.start - other.end, 0.0)
 
 
-def centre(pieces: list[Piece]) -> np.ndarray:
-    mean = np.mean([piece.voice for piece in pieces], axis=0)
-    return mean / np.linalg.norm(mean)
-
-
 def diarize(pieces: list[Piece]) -> int:
     """Tags each kept piece of a recording without a transcript with its voice (`piece.turn`) where it holds two:
     a piece of neither voice (nearest under DIARIZE_SIMILARITY: too short to tell, two voices in one piece, or a
@@ -68,7 +65,7 @@ def diarize(pieces: list[Piece]) -> int:
         for piece in pieces:
             piece.turn = TAGS[0]
         return len(voices) or (1 if pieces else 0)
-    centres = np.array([centre(voice) for voice in voices])
+    centres = np.array([mean_voice(voice) for voice in voices])
     unsure = []
     for piece in pieces:
         if piece.dropped or not piece.voice:

@@ -60,9 +60,14 @@ def speaker_voice(kept: list[Piece]) -> tuple[np.ndarray, list[Piece]]:
     """A speaker's voice: the mean of the half of its pieces nearest the mean of all, so that other voices and faults
     do not pull it; and those pieces (its confident ones)."""
     voices = np.array([piece.voice for piece in kept])
-    nearest = np.argsort(-(voices @ voices.mean(axis=0)))[: max(2, (len(kept) + 1) // 2)]
-    centre = voices[nearest].mean(axis=0)
-    return centre / np.linalg.norm(centre), [kept[index] for index in nearest]
+    confident = [kept[index] for index in np.argsort(-(voices @ voices.mean(axis=0)))[: max(2, (len(kept) + 1) // 2)]]
+    return mean_voice(confident), confident
+
+
+def mean_voice(pieces: list[Piece]) -> np.ndarray:
+    """The unit mean of the pieces' voice embeddings."""
+    mean = np.mean([piece.voice for piece in pieces], axis=0)
+    return mean / np.linalg.norm(mean)
 
 
 def voiced_pieces(pieces: list[Piece]) -> list[Piece]:

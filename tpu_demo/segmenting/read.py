@@ -188,13 +188,6 @@ def click_samples(samples: np.ndarray, window: np.ndarray) -> np.ndarray:
     return (away > CLICK_RATIO * np.maximum(np.sqrt(power), 1e-6)[window]) & (away > CLICK_FLOOR)
 
 
-def click_windows(samples: np.ndarray, size: int) -> np.ndarray:
-    """Per `size`-sample window, whether it holds a click (`click_samples`)."""
-    count = len(samples) // size
-    window = np.arange(count * size) // size
-    return np.bincount(window, weights=click_samples(samples[: count * size], window), minlength=count) > 0
-
-
 def digital_silences(samples: np.ndarray, rate: int) -> list[tuple[float, float, float, float, float]]:
     """Runs of exact zeros of DROPOUT_SECONDS: (start s, seconds, dBFS of the 10 ms before and after it, and how far
     into the waveform it cuts: its edge samples' largest share of their 10 ms side's peak). A dropout cuts the
