@@ -37,8 +37,17 @@ def file_diffs(patch_text: str) -> dict[str, list[str]]:
 
 
 def removed_lines(patch_text: str, path: str | None = None) -> list[str]:
+    """The upstream lines a patch drops: a line it only re-indents (into a `try`), or an import it only extends by a
+    name, is kept."""
     diffs = file_diffs(patch_text)
-    return [line[1:].strip() for name in ([path] if path else diffs) for line in diffs.get(name, []) if line[0] == "-"]
+    removed = []
+    for name in [path] if path else diffs:
+        added = [line[1:].strip() for line in diffs.get(name, []) if line[0] == "+"]
+        for line in (line[1:].strip() for line in diffs.get(name, []) if line[0] == "-"):
+            extended = line.startswith("from ") and any(other.startswith(line + ", ") for other in added)
+            if line not in added and not extended:
+                removed.append(line)
+    return removed
 
 
 def added_lines(patch_text: str, paths: tuple[str, ...] = (TRAINING_ARGS, TRAINER)) -> int:
@@ -75,7 +84,8 @@ def numbers(version: str) -> str:
     return "\n".join(
         [
             f"- `training_args.py` +{added['training_args.py']}, `trainer.py` +{added['trainer.py']},"
-            f" `trainer_pt_utils.py` +{added['trainer_pt_utils.py']} (the key, documented, validated); none removed.",
+            f" `trainer_pt_utils.py` +{added['trainer_pt_utils.py']} (the key, documented, validated); no upstream line dropped"
+            " (the `Trainer`'s call re-indented into a `try`, `Literal` added to an import).",
             f"- Tests: {methods} test methods; on a CPU-only host CASES cases pass, the others need accelerators.",
         ]
     )

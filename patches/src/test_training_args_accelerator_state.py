@@ -42,6 +42,11 @@ if is_torch_available():
         get_regression_trainer,
     )
 
+    class BF16Trainer(Trainer):
+        # passes its own mixed precision to its `Accelerator`, whatever its arguments say (5.x builds them in a method)
+        def _build_accelerator_args(self, **kwargs):
+            return {**super()._build_accelerator_args(**kwargs), "mixed_precision": "bf16"}
+
     class OwnAcceleratorTrainer(Trainer):
         # builds its own `Accelerator` without calling the base method, as some subclasses do
         def create_accelerator_and_postprocess(self):
@@ -53,7 +58,7 @@ if is_torch_available():
 if is_accelerate_available():
     from accelerate import Accelerator, ParallelismConfig, PartialState, notebook_launcher
     from accelerate.state import AcceleratorState
-    from accelerate.utils import DistributedType, TorchDynamoPlugin
+    from accelerate.utils import DistributedType, GradientAccumulationPlugin, TorchDynamoPlugin
 
 
 def capture_logs():
@@ -184,13 +189,14 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
                 "dynamo",
                 {"dynamo_backend": "eager"},
                 {},
-                "its `dynamo_plugin` is `TorchDynamoPlugin(backend=<DynamoBackend.EAGER",
+                "its `dynamo_plugin.backend` is `EAGER`, this `Trainer`'s `NO`.",
             ),
             (
                 "both",
                 {"mixed_precision": "bf16", "dynamo_backend": "eager"},
                 {},
-                "its `mixed_precision` is `bf16`, this `Trainer`'s `no`; its `dynamo_plugin` is `TorchDynamoPlugin(",
+                "its `mixed_precision` is `bf16`, this `Trainer`'s `no`; its `dynamo_plugin.backend` is `EAGER`, this "
+                "`Trainer`'s `NO`.",
             ),
         ]
     )
@@ -201,6 +207,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         (line,) = state_lines(cl)
         self.assertTrue(line.startswith(f"Resetting an earlier `Accelerator`'s state: {named}"), line)
         self.assertTrue(line.endswith("`."), line)
+        self.assertLess(len(line), 200)  # the values that differ, not two whole plugins
         trainer.train()
         self.assertEqual(trainer.accelerator.state.mixed_precision, "bf16" if args_kwargs else "no")
         self.assertEqual(trainer.accelerator.state.dynamo_plugin.backend.value, "NO")
@@ -224,14 +231,21 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         # a plugin cannot be shown equal to another: the state is not reused, which is not a difference to warn of
         if not held and "parallelism_config" not in TrainingArguments.__dataclass_fields__:
             self.skipTest("these `TrainingArguments` take no `parallelism_config`")
-        Accelerator(cpu=True, parallelism_config=ParallelismConfig() if held else None)
-        if held:  # and a tensor-parallel plugin beside it, as a stand-in
-            AcceleratorState._shared_state["torch_tp_plugin"] = object()
-        kwargs = {} if held else {"parallelism_config": ParallelismConfig()}
-        with LoggingLevel(logging.INFO if held else logging.WARNING), capture_logs() as cl:
-            trainer = self.make_trainer(**kwargs)
-        line = "Resetting an earlier `Accelerator`'s state: with `torch_tp_plugin`, `parallelism_config`, it cannot be reused."
-        self.assertEqual(state_lines(cl), [line] if held else [])  # an INFO line, not a warning
+        plugins = "`torch_tp_plugin`, `parallelism_config`" if held else "`parallelism_config`"
+        for level, lines in [
+            (logging.WARNING, []),
+            (logging.INFO, [f"Resetting an earlier `Accelerator`'s state: with {plugins}, it cannot be reused."]),
+        ]:
+            AcceleratorState._reset_state(reset_partial_state=True)
+            Accelerator(cpu=True, parallelism_config=ParallelismConfig() if held else None)
+            if held:  # and a tensor-parallel plugin beside it, as a stand-in
+                AcceleratorState._shared_state["torch_tp_plugin"] = object()
+            kwargs = {} if held else {"parallelism_config": ParallelismConfig()}
+            with LoggingLevel(level), capture_logs() as cl:
+                trainer = self.make_trainer(**kwargs)
+            self.assertEqual(state_lines(cl), lines)
+        if not held:  # the `Trainer`'s own plugin, which the kept state would have ignored
+            self.assertIs(AcceleratorState().parallelism_config, kwargs["parallelism_config"])
         trainer.train()
         self.assertEqual(trainer.state.global_step, 2)
 
@@ -327,7 +341,11 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             trainer = OwnAcceleratorTrainer(RegressionPreTrainedModel(RegressionModelConfig()), args)
         own = "`OwnAcceleratorTrainer.create_accelerator_and_postprocess`"
         self.assertEqual(
-            state_lines(cl), [f"Resetting an earlier `Accelerator`'s state: with {own}, it cannot be reused."]
+            state_lines(cl),
+            [
+                f"Resetting an earlier `Accelerator`'s state: with {own}, it cannot be reused (to reuse it as it is,"
+                " pass `accelerator_config={'use_configured_state': True}`)."
+            ],
         )
         self.assertEqual(trainer.accelerator.state.dynamo_plugin.backend.value, "NO")
 
@@ -426,11 +444,6 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
     def test_trainer_compares_what_a_subclass_passes(self):
         if not hasattr(Trainer, "_build_accelerator_args"):
             self.skipTest("this `Trainer` builds its `Accelerator`'s arguments inline")
-
-        class BF16Trainer(Trainer):
-            def _build_accelerator_args(self, **kwargs):
-                return {**super()._build_accelerator_args(**kwargs), "mixed_precision": "bf16"}
-
         Accelerator(cpu=True)
         args = self.make_args(max_steps=2)
         model = RegressionPreTrainedModel(RegressionModelConfig())
@@ -438,6 +451,82 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             trainer = BF16Trainer(model, args, train_dataset=RegressionDataset())
         self.assertIn("its `mixed_precision` is `no`, this `Trainer`'s `bf16`", cl.out)
         self.assertEqual(trainer.accelerator.mixed_precision, "bf16")
+
+    @parameterized.expand([("parallelism_config",), ("any_error",)])
+    def test_state_of_a_trainer_that_failed_is_replaced_quietly(self, failure):
+        # A `Trainer` whose `Accelerator` raises after storing its state (a `ParallelismConfig` one process cannot
+        # honour, or any error there), then corrected arguments in the next cell: the state was the `Trainer`'s
+        if failure == "parallelism_config":
+            if "parallelism_config" not in TrainingArguments.__dataclass_fields__:
+                self.skipTest("these `TrainingArguments` take no `parallelism_config`")
+            args, failing = self.make_args(parallelism_config=ParallelismConfig(tp_size=2)), patch.dict({})
+        else:
+
+            def failing_accelerator(**kwargs):
+                Accelerator(**kwargs)
+                raise RuntimeError("failed after storing its state")
+
+            args, failing = self.make_args(), patch("transformers.trainer.Accelerator", failing_accelerator)
+        with failing, self.assertRaises((RuntimeError, ValueError)):
+            Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        self.assertIn("_mixed_precision", AcceleratorState._shared_state)  # stored before the error
+        with LoggingLevel(logging.INFO), capture_logs() as cl:
+            self.make_args()
+            self.assertEqual(Accelerator(cpu=True, mixed_precision="bf16").mixed_precision, "bf16")
+        self.assertEqual(state_lines(cl), [])
+
+    def test_a_kept_state_a_trainer_took_is_left_to_accelerate(self):
+        # Two `Trainer`s on one arguments object: the first took the kept state; the second, asking for another
+        # precision, is refused by accelerate as on main, and the first `Trainer` keeps its state
+        if not hasattr(Trainer, "_build_accelerator_args"):
+            self.skipTest("this `Trainer` builds its `Accelerator`'s arguments inline")
+        Accelerator(cpu=True)
+        args = self.make_args(max_steps=2)
+        first = Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        with capture_logs() as cl, self.assertRaisesRegex(ValueError, "already been initialized"):
+            BF16Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        self.assertEqual(state_lines(cl), [])
+        self.assertEqual(first.accelerator.mixed_precision, "no")
+        self.assertEqual(first.train().global_step, 2)
+
+    def test_reset_line_of_the_trainer_follows_its_log_level(self):
+        Accelerator(cpu=True, mixed_precision="bf16")
+        with LoggingLevel(logging.WARNING), capture_logs() as cl:  # the level the `Trainer` sets is restored after
+            trainer = self.make_trainer(log_level="error")
+        self.assertEqual(state_lines(cl), [])  # reset all the same
+        self.assertEqual(trainer.accelerator.mixed_precision, "no")
+
+    def test_a_device_named_without_its_index_is_the_same_device(self):
+        accelerator = Accelerator(cpu=True)
+        PartialState._shared_state["device"] = torch.device("cpu", 0)  # `cpu:0`, as some launches name it
+        with capture_logs() as cl:
+            self.make_args()
+        self.assertEqual(accelerator.state.distributed_type, DistributedType.NO)
+        self.assertEqual(state_lines(cl), [])
+
+    def test_an_accelerator_that_failed_after_storing_its_state_is_kept(self):
+        # Not told apart: an error raised after accelerate stored a complete state leaves it behind, as accelerate
+        # does without transformers; the arguments keep it and a retry gets its precision
+        with self.assertRaises(ValueError):
+            Accelerator(
+                cpu=True,
+                mixed_precision="bf16",
+                gradient_accumulation_steps=2,
+                gradient_accumulation_plugin=GradientAccumulationPlugin(num_steps=2),
+            )
+        self.make_args()
+        self.assertEqual(Accelerator(cpu=True).mixed_precision, "bf16")
+
+    def test_an_accelerator_a_trainer_joined_is_replaced_by_new_arguments(self):
+        # The documented order (arguments, `Accelerator`, `Trainer`) and new arguments after it: the `Trainer` built
+        # its `Accelerator` on the user's state, which counts as the `Trainer`'s and is reset quietly, as on main
+        args = self.make_args(max_steps=2)
+        accelerator = Accelerator(cpu=True)
+        Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        with capture_logs() as cl:
+            self.make_args()
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
+        self.assertEqual(state_lines(cl), [])
 
     def test_trainer_set_up_again_keeps_what_was_changed_since(self):
         # `args._n_gpu`, set after the arguments (one GPU of several, without `DataParallel`), survives the reset
@@ -477,11 +566,14 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.make_trainer()
         self.assertEqual(accelerator.gradient_state.num_steps, 1)
 
+    @parameterized.expand([("equal",), ("compiling_trials",)])
     @require_optuna
-    def test_hyperparameter_search_keeps_an_equal_state(self):
-        # Each trial creates the `Trainer`'s `Accelerator` again, on the state the arguments kept
+    def test_hyperparameter_search_keeps_an_equal_state(self, trials):
+        # Each trial creates the `Trainer`'s `Accelerator` again on the state the `Trainer` took: accelerate keeps it
+        # also for trials that compile, as it does without an `Accelerator` of the user's
         def hp_space(trial):
-            return {"learning_rate": trial.suggest_float("learning_rate", 1e-3, 1e-1, log=True)}
+            backend = {"torch_compile_backend": "eager"} if trials == "compiling_trials" else {}
+            return {"learning_rate": trial.suggest_float("learning_rate", 1e-3, 1e-1, log=True), **backend}
 
         plugin = Accelerator(cpu=True).state.dynamo_plugin
         trainer = get_regression_trainer(

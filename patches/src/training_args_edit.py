@@ -22,13 +22,21 @@ class EditError(RuntimeError):
 
 
 DOCSTRING_ENTRY = """        existing_state (`str`, *optional*, defaults to `"auto"`):
-            What `TrainingArguments` do with the state of an `Accelerator` created before them, which published
-            releases reset. `"auto"` keeps it if its processes and device are the ones the arguments set up, unless a
-            previous `Trainer` created it; a `Trainer` then uses it if its mixed precision and `TorchDynamoPlugin` are
-            the `Trainer`'s and it holds no plugin, and otherwise resets it. `"preserve"` keeps it as it is, as
-            `use_configured_state` does. `"reset"` always resets it. A state a failed initialization left incomplete
-            is always reset.
+            What `TrainingArguments` do with the state of an `Accelerator` created before them. `"auto"` keeps it if
+            its processes and device are the ones the arguments set up, unless a previous `Trainer` created it; a
+            `Trainer` then uses it if its mixed precision and `TorchDynamoPlugin` are the `Trainer`'s and it holds no
+            plugin, and otherwise resets it. `"preserve"` keeps it as it is, as `use_configured_state` does. `"reset"`
+            always resets it. A state a failed initialization left incomplete is always reset.
 """
+# the key named in `TrainingArguments`' docstring, under `accelerator_config`, in each release's style
+ARGS_DOCSTRING_AFTER = r"^ {16}- `?use_configured_state`? \(`bool`[^\n]*\n(?: {20}[^\n]*\n)*"
+ARGS_DOCSTRING_ENTRY = (
+    " " * 16 + '- {name} (`"auto"`, `"preserve"` or `"reset"`): Keeps or resets an earlier `Accelerator`\'s state.\n'
+)
+# where `_setup_devices` caches the device: `functools.cached_property` under its name, transformers' own (up to
+# 4.55) under this one
+OWN_CACHE = '"__cached__setup_devices"'
+TYPING = r"^from typing import ([^\n]*)\n"
 
 # `_setup_devices` reads (pops) `use_configured_state` from the `AcceleratorConfig`
 POPPED = r'^ {12}accelerator_state_kwargs\["use_configured_state"\] = self\.accelerator_config\.pop\(\n.*?\n {12}\)\n'
@@ -83,7 +91,9 @@ def inserted_code() -> dict[str, dict[str, str | list[str]]]:
         code[cls.name] = members
     module = [node for node in ast.parse(source).body if isinstance(node, ast.Assign)]
     code["module"] = {
-        node.targets[0].id: _with_comments(lines, node) for node in module if node.targets[0].id != "logger"
+        ast.unparse(node.targets[0]): _with_comments(lines, node)
+        for node in module
+        if ast.unparse(node.targets[0]) != "logger"
     }
     methods = [("TrainingArguments", "_setup_devices"), ("Trainer", "__init__")]
     for cls, method in methods + [("Trainer", "create_accelerator_and_postprocess")]:
@@ -99,6 +109,11 @@ def inserted_code() -> dict[str, dict[str, str | list[str]]]:
 def edit_config(text: str, version: str) -> str:
     """`trainer_pt_utils.py` with the `existing_state` key of `AcceleratorConfig`, documented and validated."""
     members = inserted_code()["AcceleratorConfig"]
+    names = re.search(TYPING, text, flags=re.MULTILINE)
+    if names is None:
+        raise EditError(f"transformers {version}: {CONFIG}: anchor for the typing import not found")
+    typing = ", ".join(sorted({*names.group(1).split(", "), "Literal"}))
+    text = _replace_once(text, TYPING, f"from typing import {typing}\n", "the typing import", version, CONFIG)
     docstring = r"^        use_configured_state \(`bool.*?hyperparameter tuning\.\n"
     text = _insert_after(text, docstring, DOCSTRING_ENTRY, "the docstring entry", version, CONFIG)
     field = r"^    use_configured_state: bool = field\(\n.*?^    \)\n"
@@ -110,6 +125,14 @@ def edit(text: str, version: str) -> str:
     """`training_args.py`: its `_setup_devices` keeps an existing state whose `PartialState` is the one it builds."""
     code = inserted_code()
     set_aside, keep = code["TrainingArguments"].pop("_setup_devices")
+    if "from functools import cached_property" not in text:  # transformers' own `cached_property` (up to 4.55)
+        method = code["TrainingArguments"]["_reset_kept_accelerator_state"]
+        code["TrainingArguments"]["_reset_kept_accelerator_state"] = method.replace(
+            '"_setup_devices", None', OWN_CACHE + ", None"
+        )
+    entry = re.search(ARGS_DOCSTRING_AFTER, text, flags=re.MULTILINE | re.DOTALL)
+    name = "`existing_state`" if entry and entry.group(0).lstrip().startswith("- `") else "existing_state"
+    text = _insert_after(text, ARGS_DOCSTRING_AFTER, ARGS_DOCSTRING_ENTRY.format(name=name), "the docstring", version)
     text = _insert_after(text, IMPORTS_AFTER, "import weakref\n", "the imports", version)
     text = _insert_after(text, MODULE_AFTER, "\n" + "".join(code["module"].values()), "the module's names", version)
     text = _replace_once(
@@ -124,26 +147,18 @@ def edit(text: str, version: str) -> str:
     return _insert_after(text, HELPERS_AFTER, helpers + "\n", "the helpers", version)
 
 
-# where `_setup_devices` caches the device: `functools.cached_property` under its name, transformers' own (up to
-# 4.55) under this one
-OWN_CACHE = '"__cached__setup_devices"'
-
-
-def edit_trainer(text: str, version: str, functools_cache: bool = True) -> str:
+def edit_trainer(text: str, version: str) -> str:
     """`trainer.py`: the `Trainer` resets a state its arguments kept where its own `Accelerator` differs, and notes the
     states it creates."""
     code = inserted_code()["Trainer"]
-    if not functools_cache:
-        method = code["_reset_unusable_accelerator_state"]
-        code["_reset_unusable_accelerator_state"] = method.replace('"_setup_devices", None', OWN_CACHE + ", None")
     (before,) = code.pop("create_accelerator_and_postprocess")
-    own, note = code.pop("__init__")
+    (around,) = code.pop("__init__")  # the call itself, in a `try` whose `finally` notes the state
     text = _replace_once(text, "^" + re.escape(ACCELERATOR), before + ACCELERATOR, "the accelerator", version, TRAINER)
     calls = len(re.findall("^" + re.escape(CREATE), text, flags=re.MULTILINE))
     if calls != 2:
         raise EditError(f"transformers {version}: {TRAINER}: {calls} calls to create the accelerator, expected 2")
     # `__init__`'s call comes first (the other is `_hp_search_setup`'s)
-    text = re.sub("^" + re.escape(CREATE), lambda match: own + CREATE + note, text, count=1, flags=re.MULTILINE)
+    text = re.sub("^" + re.escape(CREATE), lambda match: around, text, count=1, flags=re.MULTILINE)
     if "args.update(accelerator_config)" in text:  # accelerate < 0.28 gets the config's keys as its arguments
         popped = '        accelerator_config.pop("gradient_accumulation_kwargs")\n'
         key = '        accelerator_config.pop("existing_state", None)\n'
@@ -157,5 +172,5 @@ def edit_all(files: dict[str, str], version: str) -> dict[str, str]:
     return {
         CONFIG: edit_config(files[CONFIG], version),
         TARGET: edit(files[TARGET], version),
-        TRAINER: edit_trainer(files[TRAINER], version, "from functools import cached_property" in files[TARGET]),
+        TRAINER: edit_trainer(files[TRAINER], version),
     }

@@ -9,25 +9,25 @@ assignment goes into `training_args.py` below its `logger`.
 import os
 import weakref
 from dataclasses import field
+from typing import Literal
 
 from accelerate.state import AcceleratorState, PartialState
 from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
 
-# The `dynamo_plugin` of each accelerator state `TrainingArguments` kept, by its `id`, and of the last one a `Trainer`
-# created, as "trainer": weak references tell the states apart without keeping their plugins alive
-_ACCELERATOR_STATES = weakref.WeakValueDictionary()
+# The `TorchDynamoPlugin`s, by `id`, of accelerator states `TrainingArguments` kept and of those a `Trainer` created
+_kept_states, _trainer_states = weakref.WeakValueDictionary(), weakref.WeakValueDictionary()
 
 
 class AcceleratorConfig:
     """The key the fix adds to `AcceleratorConfig` (trainer_pt_utils.py), beside `use_configured_state`."""
 
-    existing_state: str = field(
+    existing_state: Literal["auto", "preserve", "reset"] = field(
         default="auto",
         metadata={
-            "help": "What `TrainingArguments` do with an `Accelerator`'s state that exists already: `auto`, `preserve`"
-            " or `reset` (see the class docstring)."
+            "help": "What to do with the state of an `Accelerator` created before the arguments: `auto` keeps it where"
+            " it equals what the arguments and the `Trainer` set up, `preserve` keeps it as it is, `reset` resets it."
         },
     )
 
@@ -41,21 +41,20 @@ class AcceleratorConfig:
 
 
 class TrainingArguments:
-    """What the fix adds to `TrainingArguments`: a method, and statements in `_setup_devices`."""
+    """What the fix adds to `TrainingArguments`: methods, and statements in `_setup_devices`."""
 
-    def _keep_accelerator_state(self, partial_state: dict, accelerator_state: dict) -> int | None:
+    def _keep_accelerator_state(self, partial_state: dict, state: dict) -> int | None:
         """Puts back the state `_setup_devices` reset (#40376) if an `Accelerator` completed it, no `Trainer` created
-        it and, under `existing_state="auto"`, its `PartialState` is the one just built. Returns the `id` of a state
-        kept under `"auto"`: the `Trainer` resets it where its own settings differ."""
+        it and, under `"auto"`, its `PartialState` is the one just built; returns the `id` the `Trainer` checks."""
         policy = getattr(self.accelerator_config, "existing_state", "reset")  # no `AcceleratorConfig`: as before
-        plugin = accelerator_state.get("dynamo_plugin")
-        if policy == "reset" or "_mixed_precision" not in accelerator_state or plugin is None:
-            return None  # no `Accelerator`'s state, or one a failed initialization left half-built
-        if plugin is _ACCELERATOR_STATES.get("trainer"):
-            return None  # a previous `Trainer`'s: replaced quietly, as before
+        plugin = state.get("dynamo_plugin")  # none where a failed initialization left the state half-built
+        if policy == "reset" or "_mixed_precision" not in state or _trainer_states.get(id(plugin)) is plugin:
+            return None  # no `Accelerator`'s state, a half-built one, or a previous `Trainer`'s: replaced as before
         built, skip = PartialState._shared_state, {"_cpu"}  # `_cpu` only chose the device, which is compared
-        if accelerator_state.get("fsdp_plugin") or accelerator_state.get("megatron_lm_plugin"):
+        if state.get("fsdp_plugin") or state.get("megatron_lm_plugin"):
             skip.add("distributed_type")  # which the `AcceleratorState` turned into its own; the `Trainer` resets it
+        old, new = partial_state.get("device"), built["device"]  # a device named without its index: `cpu` is `cpu:0`
+        skip |= {"device"} if getattr(old, "type", None) == new.type and None in (old.index, new.index) else set()
         keys = [key for key in sorted(built.keys() - skip) if partial_state.get(key) != built[key]]
         differences = [f"its `{key}` is `{partial_state.get(key)}`, these arguments' `{built[key]}`" for key in keys]
         if policy == "auto" and differences:
@@ -63,17 +62,27 @@ class TrainingArguments:
                 logger.warning(f"Resetting an earlier `Accelerator`'s state: {'; '.join(differences)}.")
             return None
         built.update(partial_state)
-        AcceleratorState._shared_state.update(accelerator_state)
-        if policy == "preserve":
-            return None
-        _ACCELERATOR_STATES[id(plugin)] = plugin
-        return id(plugin)
+        AcceleratorState._shared_state.update(state)
+        _kept_states[id(plugin)] = plugin
+        return id(plugin) if policy == "auto" else None
 
-    def _note_trainer_state(self) -> None:
-        """Notes a state a `Trainer` with these arguments created: the next arguments replace it, as before."""
-        plugin = AcceleratorState._shared_state.get("dynamo_plugin")
-        if plugin is not None and plugin is not _ACCELERATOR_STATES.get(getattr(self, "_kept_state", None)):
-            _ACCELERATOR_STATES["trainer"] = plugin
+    def _kept_accelerator_state(self) -> dict | None:
+        state, plugin = AcceleratorState._shared_state, _kept_states.get(getattr(self, "_kept_state", None))
+        return state if plugin is not None and plugin is state.get("dynamo_plugin") else None
+
+    def _reset_kept_accelerator_state(self) -> None:
+        AcceleratorState._reset_state(reset_partial_state=True)
+        n_gpu, _ = self._n_gpu, self.__dict__.pop("_setup_devices", None)  # `_n_gpu`: a user may have changed it
+        self._setup_devices  # set up again, as by new arguments
+        self._n_gpu = n_gpu
+
+    def _note_trainer_state(self, built_accelerator: bool) -> None:
+        """Notes a state a `Trainer` made, even if it then failed, and ends the claim on a kept state it took."""
+        plugin, kept = AcceleratorState._shared_state.get("dynamo_plugin"), self._kept_accelerator_state() is not None
+        if plugin is not None and not kept:
+            _trainer_states[id(plugin)] = plugin
+        if not kept or built_accelerator:
+            self._kept_state = None
 
     def _setup_devices(self):
         # the statements the fix adds to the release's `_setup_devices`, in order: before it resets the state, and
@@ -87,49 +96,39 @@ class TrainingArguments:
 class Trainer:
     """What the fix adds to the `Trainer`: a method, and the statements that call it and note the state it made."""
 
-    def _reset_unusable_accelerator_state(self, accelerator_args: dict | None) -> None:
-        """Resets the state the arguments kept (#40376) unless `Accelerator(**accelerator_args)` can use it as is
-        (`None`: the `Accelerator` a subclass builds itself, whose arguments are not known here)."""
-        from accelerate.state import AcceleratorState
-        from accelerate.utils import TorchDynamoPlugin
-
-        from .training_args import _ACCELERATOR_STATES
-
-        state, kept = AcceleratorState._shared_state, _ACCELERATOR_STATES.get(getattr(self.args, "_kept_state", None))
-        if kept is None or kept is not state.get("dynamo_plugin"):
+    def _reset_unusable_accelerator_state(self, kwargs: dict | None) -> None:
+        """Resets the state the arguments kept (#40376) unless `Accelerator(**kwargs)` can use it (`None`: unknown)."""
+        state = self.args._kept_accelerator_state()
+        if state is None:
             return  # no state these arguments kept: accelerate checks one made since, as before
-        own, accelerator_args = accelerator_args is None, accelerator_args or {}
-        # what `Accelerator(**accelerator_args)` takes from the environment where the `Trainer` passes nothing
-        mixed_precision = accelerator_args.get("mixed_precision") or os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
-        compared = {
-            "mixed_precision": (state["_mixed_precision"], mixed_precision),
-            "dynamo_plugin": (state["dynamo_plugin"], accelerator_args.get("dynamo_plugin") or TorchDynamoPlugin()),
-            "cpu": (state["device"].type == "cpu", state["device"].type == "cpu" or bool(accelerator_args.get("cpu"))),
-        }
+        own, kwargs, cpu = kwargs is None, kwargs or {}, state["device"].type == "cpu"
+        mixed_precision = kwargs.get("mixed_precision") or os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
+        dynamo = kwargs.get("dynamo_plugin") or type(state["dynamo_plugin"])()  # as `Accelerator` defaults them
+        compared = {"mixed_precision": (state["_mixed_precision"], mixed_precision)}
+        compared |= {f"dynamo_plugin.{k}": (v, getattr(dynamo, k)) for k, v in vars(state["dynamo_plugin"]).items()}
+        compared["cpu"] = (cpu, cpu or bool(kwargs.get("cpu")))
         shown = [f"its `{k}` is `{a}`, this `Trainer`'s `{b}`" for k, (a, b) in compared.items() if a != b]
         keys = ("deepspeed_plugins", "deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin", "torch_tp_plugin")
-        plugins = [f"`{key}`" for key in (*keys, "parallelism_config") if state.get(key) or accelerator_args.get(key)]
-        if own:
-            plugins.append(f"`{type(self).__name__}.create_accelerator_and_postprocess`")
+        plugins = [f"`{key}`" for key in (*keys, "parallelism_config") if state.get(key) or kwargs.get(key)]
+        plugins += [f"`{type(self).__name__}.create_accelerator_and_postprocess`"] if own else []
         if not plugins and not shown:
             return
         reason = f"with {', '.join(plugins)}, it cannot be reused" if plugins else "; ".join(shown)
-        if self.args.process_index == 0:  # once per launch
-            level = logging.INFO if plugins else logging.WARNING  # a plugin cannot be shown equal: not a difference
+        reason += " (to reuse it as it is, pass `accelerator_config={'use_configured_state': True}`)" if own else ""
+        level = logging.INFO if plugins else logging.WARNING  # a plugin cannot be shown equal: not a difference
+        if self.args.process_index == 0 and level >= self.args.get_process_log_level():  # as the `Trainer` logs
             logger.log(level, f"Resetting an earlier `Accelerator`'s state: {reason}.")
-        AcceleratorState._reset_state(reset_partial_state=True)
-        n_gpu = self.args._n_gpu  # which a user may have changed since
-        self.args.__dict__.pop("_setup_devices", None)  # the devices set up again, as by new arguments
-        _ = self.args._setup_devices
-        self.args._n_gpu = n_gpu
+        self.args._reset_kept_accelerator_state()
 
     def __init__(self):
         # around the call of `create_accelerator_and_postprocess` in `__init__` (a subclass's own `Accelerator` counts)
 
         if type(self).create_accelerator_and_postprocess is not Trainer.create_accelerator_and_postprocess:
             self._reset_unusable_accelerator_state(None)
-
-        self.args._note_trainer_state()
+        try:
+            self.create_accelerator_and_postprocess()
+        finally:  # a state its `Accelerator` stored is the `Trainer`'s, even if it then raised
+            self.args._note_trainer_state(hasattr(self, "accelerator"))
 
     def create_accelerator_and_postprocess(self, args):
         # the statement the fix adds before the `Accelerator` the `Trainer` creates

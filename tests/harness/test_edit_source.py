@@ -33,8 +33,9 @@ def test_the_inserted_code_compiles_where_it_goes():
         compile(f"class {cls}:\n" + "\n".join(members.values()), cls, "exec")
     set_aside, keep = code["TrainingArguments"]["_setup_devices"]
     compile("def _setup_devices(self):\n" + set_aside + keep, "_setup_devices", "exec")
-    own, note = code["Trainer"]["__init__"]
-    compile("def __init__(self):\n" + own + note, "__init__", "exec")
+    (around,) = code["Trainer"]["__init__"]
+    assert EDIT.CREATE.strip() in around  # the call it wraps
+    compile("def __init__(self):\n" + around, "__init__", "exec")
     assert "noqa" not in EDIT.edit_trainer(pristine(committed_series()[-1])[EDIT.TRAINER], "newest")
 
 

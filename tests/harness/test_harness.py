@@ -60,7 +60,7 @@ def test_applies_names_the_anchor_a_release_lacks(tmp_path, monkeypatch):
     monkeypatch.setattr(applies, "load_pins", lambda: {"9.9.9": "0" * 64})
     row = applies.check("9.9.9")
     assert not row.applies
-    expected = "transformers 9.9.9: src/transformers/trainer_pt_utils.py: anchor for the docstring entry not found"
+    expected = "transformers 9.9.9: src/transformers/trainer_pt_utils.py: anchor for the typing import not found"
     assert row.detail.startswith(expected)
     assert "**no**" in applies.render([row])
     assert applies.check("9.9.8").detail.startswith("not pinned")
