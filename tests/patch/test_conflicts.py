@@ -34,13 +34,23 @@ CONFLICTS = [
         {"bf16": True},
         "its `mixed_precision` is `no`, this `Trainer`'s `bf16`",
     ),
-    ("state_compiles", {"dynamo_backend": "eager"}, {}, "its `dynamo_plugin` is `TorchDynamoPlugin("),
-    ("args_compile", {}, {"torch_compile_backend": "eager"}, "its `dynamo_plugin` is `TorchDynamoPlugin("),
+    (
+        "state_compiles",
+        {"dynamo_backend": "eager"},
+        {},
+        "its `dynamo_plugin.backend` is `EAGER`, this `Trainer`'s `NO`",
+    ),
+    (
+        "args_compile",
+        {},
+        {"torch_compile_backend": "eager"},
+        "its `dynamo_plugin.backend` is `NO`, this `Trainer`'s `EAGER`",
+    ),
     (
         "other_mode",
         {"dynamo_plugin": TorchDynamoPlugin(backend="eager", mode="reduce-overhead")},
         {"torch_compile_backend": "eager"},
-        "its `dynamo_plugin` is `TorchDynamoPlugin(",
+        "its `dynamo_plugin.mode` is `reduce-overhead`, this `Trainer`'s `default`",
     ),
 ]
 
