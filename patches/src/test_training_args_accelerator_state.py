@@ -11,6 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
+import copy
 import json
 import os
 from unittest.mock import PropertyMock, patch
@@ -489,6 +490,28 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(first.accelerator.mixed_precision, "no")
         self.assertEqual(first.train().global_step, 2)
 
+    @parameterized.expand([("other_arguments",), ("a_copy",), ("a_subclass_on_other_arguments",)])
+    def test_a_kept_state_a_trainer_took_is_left_to_accelerate_for_every_arguments(self, second):
+        # Arguments built before the first `Trainer` took the kept state (or a copy of its arguments) claim it no
+        # longer: a second `Trainer` on them is left to accelerate, which refuses another precision as on main, and
+        # a subclass with its own `Accelerator` does not reset the live `Trainer`'s state
+        if second != "a_subclass_on_other_arguments" and not hasattr(Trainer, "_build_accelerator_args"):
+            self.skipTest("this `Trainer` builds its `Accelerator`'s arguments inline")
+        Accelerator(cpu=True)
+        args = self.make_args(max_steps=2)
+        other = copy.deepcopy(args) if second == "a_copy" else self.make_args(max_steps=2, bf16=second == "other_arguments")
+        first = Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        plugin = AcceleratorState().dynamo_plugin
+        with LoggingLevel(logging.INFO), capture_logs() as cl:
+            if second == "a_subclass_on_other_arguments":
+                OwnAcceleratorTrainer(RegressionPreTrainedModel(RegressionModelConfig()), other)
+            else:
+                with self.assertRaisesRegex(ValueError, "already been initialized"):
+                    BF16Trainer(RegressionPreTrainedModel(RegressionModelConfig()), other)
+        self.assertEqual(state_lines(cl), [])
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)
+        self.assertEqual(first.accelerator.mixed_precision, "no")
+
     def test_reset_line_of_the_trainer_follows_its_log_level(self):
         Accelerator(cpu=True, mixed_precision="bf16")
         with LoggingLevel(logging.WARNING), capture_logs() as cl:  # the level the `Trainer` sets is restored after
@@ -496,13 +519,37 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(state_lines(cl), [])  # reset all the same
         self.assertEqual(trainer.accelerator.mixed_precision, "no")
 
-    def test_a_device_named_without_its_index_is_the_same_device(self):
+    @parameterized.expand(
+        [
+            ("without_an_index", torch.device("cpu", 0), None, []),
+            ("another_index", torch.device("cpu", 1), torch.device("cpu", 0), ["its `device` is `cpu:1`"]),
+            ("another_type", torch.device("meta"), None, ["its `device` is `meta`"]),
+        ]
+    )
+    def test_a_device_named_without_its_index_is_the_same_device(self, _, device, built, named):
         accelerator = Accelerator(cpu=True)
-        PartialState._shared_state["device"] = torch.device("cpu", 0)  # `cpu:0`, as some launches name it
+        PartialState._shared_state["device"] = device  # as another launch names it (a stand-in)
         with capture_logs() as cl:
-            self.make_args()
-        self.assertEqual(accelerator.state.distributed_type, DistributedType.NO)
-        self.assertEqual(state_lines(cl), [])
+            if built is None:
+                self.make_args()
+            else:  # arguments that set up an indexed device themselves (a stand-in)
+                with patch.object(PartialState, "default_device", new_callable=PropertyMock, return_value=built):
+                    TrainingArguments(self.get_auto_remove_tmp_dir(), report_to="none")
+        self.assertEqual([line.split(", these")[0].split(": ")[1] for line in state_lines(cl)], named)
+        self.assertEqual(hasattr(accelerator.state, "distributed_type"), not named)
+
+    def test_a_kept_state_is_checked_by_the_next_trainer_after_one_failed_before_its_accelerator(self):
+        # the first `Trainer` raises before its `Accelerator` (a setting it refuses); the kept state is still the
+        # arguments' to check, so the corrected `Trainer` resets it and trains as its arguments say, as on main
+        Accelerator(cpu=True, mixed_precision="bf16")
+        config = {"gradient_accumulation_kwargs": {"num_steps": 2}}
+        args = self.make_args(max_steps=2, gradient_accumulation_steps=2, accelerator_config=config)
+        with self.assertRaisesRegex(ValueError, "`num_steps` is set"):
+            Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        args.gradient_accumulation_steps = 1
+        trainer = Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        self.assertEqual(trainer.accelerator.mixed_precision, "no")
+        self.assertEqual(trainer.train().global_step, 2)
 
     def test_an_accelerator_that_failed_after_storing_its_state_is_kept(self):
         # Not told apart: an error raised after accelerate stored a complete state leaves it behind, as accelerate

@@ -31,7 +31,7 @@ DOCSTRING_ENTRY = """        existing_state (`str`, *optional*, defaults to `"au
 # the key named in `TrainingArguments`' docstring, under `accelerator_config`, in each release's style
 ARGS_DOCSTRING_AFTER = r"^ {16}- `?use_configured_state`? \(`bool`[^\n]*\n(?: {20}[^\n]*\n)*"
 ARGS_DOCSTRING_ENTRY = (
-    " " * 16 + '- {name} (`"auto"`, `"preserve"` or `"reset"`): Keeps or resets an earlier `Accelerator`\'s state.\n'
+    " " * 16 + '- {name} (`"auto"`, `"preserve"` or `"reset"`): Keeps or resets an `Accelerator`\'s state.\n'
 )
 # where `_setup_devices` caches the device: `functools.cached_property` under its name, transformers' own (up to
 # 4.55) under this one

@@ -77,12 +77,12 @@ class TrainingArguments:
         self._n_gpu = n_gpu
 
     def _note_trainer_state(self, built_accelerator: bool) -> None:
-        """Notes a state a `Trainer` made, even if it then failed, and ends the claim on a kept state it took."""
+        """Notes a state a `Trainer` made, even if it then failed, and ends the claims on a kept state it took."""
         plugin, kept = AcceleratorState._shared_state.get("dynamo_plugin"), self._kept_accelerator_state() is not None
         if plugin is not None and not kept:
             _trainer_states[id(plugin)] = plugin
-        if not kept or built_accelerator:
-            self._kept_state = None
+        if kept and built_accelerator:  # the claim of every arguments that kept it
+            del _kept_states[id(plugin)]
 
     def _setup_devices(self):
         # the statements the fix adds to the release's `_setup_devices`, in order: before it resets the state, and
@@ -104,10 +104,10 @@ class Trainer:
         own, kwargs, cpu = kwargs is None, kwargs or {}, state["device"].type == "cpu"
         mixed_precision = kwargs.get("mixed_precision") or os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
         dynamo = kwargs.get("dynamo_plugin") or type(state["dynamo_plugin"])()  # as `Accelerator` defaults them
-        compared = {"mixed_precision": (state["_mixed_precision"], mixed_precision)}
-        compared |= {f"dynamo_plugin.{k}": (v, getattr(dynamo, k)) for k, v in vars(state["dynamo_plugin"]).items()}
-        compared["cpu"] = (cpu, cpu or bool(kwargs.get("cpu")))
-        shown = [f"its `{k}` is `{a}`, this `Trainer`'s `{b}`" for k, (a, b) in compared.items() if a != b]
+        pairs = {"mixed_precision": (state["_mixed_precision"], mixed_precision)}
+        pairs |= {f"dynamo_plugin.{k}": (v, getattr(dynamo, k, None)) for k, v in vars(state["dynamo_plugin"]).items()}
+        pairs["cpu"] = (cpu, cpu or bool(kwargs.get("cpu")))
+        shown = [f"its `{k}` is `{a}`, this `Trainer`'s `{b}`" for k, (a, b) in pairs.items() if a != b]
         keys = ("deepspeed_plugins", "deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin", "torch_tp_plugin")
         plugins = [f"`{key}`" for key in (*keys, "parallelism_config") if state.get(key) or kwargs.get(key)]
         plugins += [f"`{type(self).__name__}.create_accelerator_and_postprocess`"] if own else []
