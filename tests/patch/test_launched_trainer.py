@@ -8,6 +8,7 @@ be shown equal. Either way the `Trainer` trains as it does without the user's `A
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -52,6 +53,15 @@ def assert_trains_as_without_a_user_accelerator(reports, kind, precision):
     if not alone["trained"].startswith("3 steps/"):  # e.g. 4.42's Trainer refuses FSDP2 by itself; equal is all
         pytest.skip(f"transformers {transformers.__version__} does not train this launch: {alone['trained'][:120]}")
     assert f"/{kind}/{precision}/loss " in alone["trained"], alone
+
+
+@require_deepspeed
+@pytest.mark.skipif(os.environ.get("DS_BUILD_SHM_COMM") != "1", reason="an env that does not build DeepSpeed's op")
+def test_deepspeed_launches_need_no_compiler():
+    # tox's envs build DeepSpeed's CPU op when they install it: no launch compiles it (two compilers, 2 GB each)
+    from deepspeed.git_version_info import installed_ops
+
+    assert installed_ops.get("deepspeed_shm_comm"), "DeepSpeed was installed without its op: `tox -r` rebuilds the env"
 
 
 @require_deepspeed
