@@ -499,7 +499,8 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             self.skipTest("this `Trainer` builds its `Accelerator`'s arguments inline")
         Accelerator(cpu=True)
         args = self.make_args(max_steps=2)
-        other = copy.deepcopy(args) if second == "a_copy" else self.make_args(max_steps=2, bf16=second == "other_arguments")
+        bf16 = second == "other_arguments"
+        other = copy.deepcopy(args) if second == "a_copy" else self.make_args(max_steps=2, bf16=bf16)
         first = Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
         plugin = AcceleratorState().dynamo_plugin
         with LoggingLevel(logging.INFO), capture_logs() as cl:
@@ -512,11 +513,60 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertIs(AcceleratorState().dynamo_plugin, plugin)
         self.assertEqual(first.accelerator.mixed_precision, "no")
 
-    def test_reset_line_of_the_trainer_follows_its_log_level(self):
+    @parameterized.expand([("bf16", {"bf16": True}), ("compiling", {"torch_compile_backend": "eager"})])
+    def test_a_state_kept_by_later_arguments_is_checked_for_earlier_ones(self, _, later_kwargs):
+        # Arguments, the user's `Accelerator`, other arguments that keep its state, then a `Trainer` on each: the
+        # first `Trainer` checks the kept state against its own arguments (main: later arguments reset it, and the
+        # first `Trainer` made a fresh one) and takes it; the second, left to accelerate, leaves the live one alone
+        if not hasattr(Trainer, "_build_accelerator_args"):
+            self.skipTest("this `Trainer` passes no precision or dynamo plugin of its own")
+        args = self.make_args(max_steps=2)
+        Accelerator(cpu=True, mixed_precision="bf16")
+        later = self.make_args(max_steps=2, **later_kwargs)
+        with capture_logs() as cl:
+            first = Trainer(
+                RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset()
+            )
+        self.assertEqual(
+            state_lines(cl),
+            ["Resetting an earlier `Accelerator`'s state: its `mixed_precision` is `bf16`, this `Trainer`'s `no`."],
+        )
+        plugin = AcceleratorState().dynamo_plugin
+        with capture_logs() as cl:
+            try:
+                Trainer(RegressionPreTrainedModel(RegressionModelConfig()), later, train_dataset=RegressionDataset())
+            except ValueError as error:  # another precision, which accelerate refuses as on main
+                self.assertIn("already been initialized", str(error))
+        self.assertEqual(state_lines(cl), [])
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)
+        self.assertEqual(first.accelerator.mixed_precision, "no")
+        self.assertEqual(first.train().global_step, 2)
+
+    def test_trainer_resets_a_kept_state_that_compiles_in_another_mode(self):
+        Accelerator(cpu=True, dynamo_plugin=TorchDynamoPlugin(backend="eager", mode="reduce-overhead"))
+        with capture_logs() as cl:
+            trainer = self.make_trainer(torch_compile_backend="eager")
+        self.assertEqual(
+            state_lines(cl),
+            [
+                "Resetting an earlier `Accelerator`'s state: its `dynamo_plugin.mode` is `reduce-overhead`, this "
+                "`Trainer`'s `default`."
+            ],
+        )
+        self.assertEqual(trainer.accelerator.state.dynamo_plugin.mode, "default")
+
+    def test_reset_lines_follow_the_log_level(self):
+        # the arguments' line and the `Trainer`'s, each from a state reset all the same
+        with patch.dict(os.environ, {"ACCELERATE_DEBUG_MODE": "true"}):
+            accelerator = Accelerator(cpu=True)
+        with capture_logs() as cl:
+            self.make_args(log_level="error")
+        self.assertEqual(state_lines(cl), [])
+        self.assertFalse(hasattr(accelerator.state, "distributed_type"))
         Accelerator(cpu=True, mixed_precision="bf16")
         with LoggingLevel(logging.WARNING), capture_logs() as cl:  # the level the `Trainer` sets is restored after
             trainer = self.make_trainer(log_level="error")
-        self.assertEqual(state_lines(cl), [])  # reset all the same
+        self.assertEqual(state_lines(cl), [])
         self.assertEqual(trainer.accelerator.mixed_precision, "no")
 
     @parameterized.expand(

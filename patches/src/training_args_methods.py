@@ -43,46 +43,45 @@ class AcceleratorConfig:
 class TrainingArguments:
     """What the fix adds to `TrainingArguments`: methods, and statements in `_setup_devices`."""
 
-    def _keep_accelerator_state(self, partial_state: dict, state: dict) -> int | None:
-        """Puts back the state `_setup_devices` reset (#40376) if an `Accelerator` completed it, no `Trainer` created
-        it and, under `"auto"`, its `PartialState` is the one just built; returns the `id` the `Trainer` checks."""
+    def _keep_accelerator_state(self, partial_state: dict, state: dict) -> None:
+        """Puts back a state an `Accelerator` made (#40376), not a `Trainer`'s, whose `PartialState` is the new one."""
         policy = getattr(self.accelerator_config, "existing_state", "reset")  # no `AcceleratorConfig`: as before
-        plugin = state.get("dynamo_plugin")  # none where a failed initialization left the state half-built
+        self._checks_kept_states, plugin = policy == "auto", state.get("dynamo_plugin")
         if policy == "reset" or "_mixed_precision" not in state or _trainer_states.get(id(plugin)) is plugin:
-            return None  # no `Accelerator`'s state, a half-built one, or a previous `Trainer`'s: replaced as before
+            return  # no `Accelerator`'s state, one a failed initialization left without a plugin, or a `Trainer`'s
         built, skip = PartialState._shared_state, {"_cpu"}  # `_cpu` only chose the device, which is compared
         if state.get("fsdp_plugin") or state.get("megatron_lm_plugin"):
             skip.add("distributed_type")  # which the `AcceleratorState` turned into its own; the `Trainer` resets it
-        old, new = partial_state.get("device"), built["device"]  # a device named without its index: `cpu` is `cpu:0`
-        skip |= {"device"} if getattr(old, "type", None) == new.type and None in (old.index, new.index) else set()
+        old, new = partial_state.get("device"), built["device"]
+        if getattr(old, "type", None) == new.type and None in (old.index, new.index):
+            skip.add("device")  # named without its index: `cpu` is `cpu:0`
         keys = [key for key in sorted(built.keys() - skip) if partial_state.get(key) != built[key]]
         differences = [f"its `{key}` is `{partial_state.get(key)}`, these arguments' `{built[key]}`" for key in keys]
-        if policy == "auto" and differences:
-            if self.distributed_state.is_main_process:  # once per launch
-                logger.warning(f"Resetting an earlier `Accelerator`'s state: {'; '.join(differences)}.")
-            return None
-        built.update(partial_state)
-        AcceleratorState._shared_state.update(state)
-        _kept_states[id(plugin)] = plugin
-        return id(plugin) if policy == "auto" else None
+        if policy == "preserve" or not differences:  # a `Trainer` with `"auto"` arguments checks it
+            built.update(partial_state)
+            AcceleratorState._shared_state.update(state)
+            _kept_states[id(plugin)] = plugin
+        elif self.distributed_state.is_main_process and logging.WARNING >= self.get_process_log_level():
+            logger.warning(f"Resetting an earlier `Accelerator`'s state: {'; '.join(differences)}.")  # once a launch
 
     def _kept_accelerator_state(self) -> dict | None:
-        state, plugin = AcceleratorState._shared_state, _kept_states.get(getattr(self, "_kept_state", None))
-        return state if plugin is not None and plugin is state.get("dynamo_plugin") else None
+        state = AcceleratorState._shared_state
+        kept = _kept_states.get(id(state.get("dynamo_plugin")), False) is state.get("dynamo_plugin")  # not `None`
+        return state if kept and getattr(self, "_checks_kept_states", False) else None
 
     def _reset_kept_accelerator_state(self) -> None:
         AcceleratorState._reset_state(reset_partial_state=True)
-        n_gpu, _ = self._n_gpu, self.__dict__.pop("_setup_devices", None)  # `_n_gpu`: a user may have changed it
+        n_gpu = self._n_gpu  # which a user may have changed since
+        self.__dict__.pop("_setup_devices", None)
         self._setup_devices  # set up again, as by new arguments
         self._n_gpu = n_gpu
 
     def _note_trainer_state(self, built_accelerator: bool) -> None:
-        """Notes a state a `Trainer` made, even if it then failed, and ends the claims on a kept state it took."""
-        plugin, kept = AcceleratorState._shared_state.get("dynamo_plugin"), self._kept_accelerator_state() is not None
-        if plugin is not None and not kept:
-            _trainer_states[id(plugin)] = plugin
-        if kept and built_accelerator:  # the claim of every arguments that kept it
-            del _kept_states[id(plugin)]
+        plugin = AcceleratorState._shared_state.get("dynamo_plugin")
+        if plugin is not None and _kept_states.get(id(plugin)) is not plugin:
+            _trainer_states[id(plugin)] = plugin  # a state the `Trainer` made, even if it then failed
+        elif built_accelerator:
+            _kept_states.pop(id(plugin), None)  # a kept state it took: left to accelerate from now on
 
     def _setup_devices(self):
         # the statements the fix adds to the release's `_setup_devices`, in order: before it resets the state, and
@@ -90,7 +89,7 @@ class TrainingArguments:
 
         existing_state = dict(PartialState._shared_state), dict(AcceleratorState._shared_state)
 
-        self._kept_state = self._keep_accelerator_state(*existing_state)
+        self._keep_accelerator_state(*existing_state)
 
 
 class Trainer:

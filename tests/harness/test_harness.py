@@ -127,7 +127,7 @@ def test_a_fix_that_removes_an_upstream_line_is_not_minimal(tmp_path):
     text = fix.read_text()
     removing.write_text(
         text.replace(
-            "\n+            self._kept_state = self._keep_accelerator_state(*existing_state)",
+            "\n+            self._keep_accelerator_state(*existing_state)",
             "\n-        if False:",
             1,
         )
