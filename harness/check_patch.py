@@ -84,8 +84,8 @@ def numbers(version: str) -> str:
     return "\n".join(
         [
             f"- `training_args.py` +{added['training_args.py']}, `trainer.py` +{added['trainer.py']},"
-            f" `trainer_pt_utils.py` +{added['trainer_pt_utils.py']} (the key, documented, validated); no upstream line"
-            " dropped (the `Trainer`'s call re-indented into a `try`, `Literal` added to an import).",
+            f" `trainer_pt_utils.py` +{added['trainer_pt_utils.py']} (the key, documented, validated); no upstream"
+            " line dropped (the `Trainer`'s call re-indented into a `try`, `Literal` added to an import).",
             f"- Tests: {methods} test methods; on a CPU-only host CASES cases pass, the others need accelerators.",
         ]
     )
