@@ -8,7 +8,7 @@ from harness.scenarios import POLICIES
 from tests.testing_utils import PATCHED, SCRIPTS, accelerate_launch, free_ports, launch_env
 
 MODES = ("keep", "end_training", "fsdp_launch", "fsdp_launch_bf16", "fsdp1_launch", "fsdp1_launch_bf16", "fsdp_plugin")
-SCENARIOS = [f"{policy}/{mode}" for mode in MODES for policy in POLICIES]
+SCENARIOS = [f"{policy}/{mode}" for mode in (*MODES, "debug_mode") for policy in POLICIES]
 pytestmark = pytest.mark.xdist_group("multiprocess")  # the checks read one launch: on one worker, it runs once
 
 
@@ -41,3 +41,20 @@ def test_every_rank_keeps_its_state_quietly(ranks, mode, policy):
         else:
             assert r["after"] is None  # discarded: the published behaviour, and the patched `reset`
         assert "state" not in r["logged"].lower() and r["error"] is None, r
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_another_partial_state_is_reset_with_one_line_per_launch(ranks, policy):
+    # an `Accelerator` in accelerate's debug mode, then arguments without it: its `PartialState` is not theirs; the
+    # reset is said once, by rank 0 (`preserve` keeps it as it is)
+    reports = ranks[f"{policy}/debug_mode"]
+    kept = PATCHED and policy == "preserve"
+    for rank, r in enumerate(reports):
+        assert r["error"] is None and (r["after"] == r["before"] if kept else r["after"] is None), r
+        lines = [line for line in r["logged"].splitlines() if "Accelerator`'s state" in line]
+        said = PATCHED and policy in ("default", "auto") and rank == 0
+        assert lines == (
+            ["Resetting an earlier `Accelerator`'s state: its `debug` is `True`, these arguments' `False`."]
+            if said
+            else []
+        ), r
