@@ -8,7 +8,7 @@ from harness.scenarios import POLICIES
 from tests.testing_utils import PATCHED, SCRIPTS, accelerate_launch, free_ports, launch_env
 
 MODES = ("keep", "end_training", "fsdp_launch", "fsdp_launch_bf16", "fsdp1_launch", "fsdp1_launch_bf16", "fsdp_plugin")
-SCENARIOS = [f"{policy}/{mode}" for mode in (*MODES, "debug_mode") for policy in POLICIES]
+SCENARIOS = [f"{policy}/{mode}" for mode in (*MODES, "debug_mode", "bf16_then_trainer") for policy in POLICIES]
 pytestmark = pytest.mark.xdist_group("multiprocess")  # the checks read one launch: on one worker, it runs once
 
 
@@ -58,3 +58,12 @@ def test_another_partial_state_is_reset_with_one_line_per_launch(ranks, policy):
             if said
             else []
         ), r
+
+
+def test_the_trainers_reset_is_said_once_per_launch(ranks):
+    # a bf16 `Accelerator` kept by arguments without bf16: their `Trainer` resets it, which rank 0 says
+    for rank, r in enumerate(ranks["auto/bf16_then_trainer"]):
+        assert r["error"] is None, r
+        lines = [line for line in r["logged"].splitlines() if "Accelerator`'s state" in line]
+        said = ["Resetting an earlier `Accelerator`'s state: its `mixed_precision` is `bf16`, this `Trainer`'s `no`."]
+        assert lines == (said if PATCHED and rank == 0 else []), r

@@ -8,7 +8,8 @@ over the live state, `end_training` destroys the process group first, `fsdp_laun
 accelerate set it up on CPU processes), `fsdp_launch_bf16` the same with `--mixed_precision bf16` and arguments with
 `bf16=True`, `fsdp1_launch` and `fsdp1_launch_bf16` with `--fsdp_version 1` (its plugin looks up a GPU for
 `sync_module_states`: one is mocked), `fsdp_plugin` passes an FSDP plugin of its own in code, and `debug_mode` builds
-the Accelerator in accelerate's debug mode, which the arguments' `PartialState` is not in. The scenarios run
+the Accelerator in accelerate's debug mode, which the arguments' `PartialState` is not in; `bf16_then_trainer` builds a bf16
+Accelerator, then arguments without bf16 and a `Trainer` on them. The scenarios run
 one after the other in the same processes (one launch: the interpreters start once); each begins from no accelerate
 state, over the process group the previous one left.
 """
@@ -25,11 +26,12 @@ from accelerate.state import AcceleratorState
 from accelerate.utils import FullyShardedDataParallelPlugin
 from fsdp_on_cpu import build_fsdp_on_cpu
 from launched_exit import exit_after_report
-from transformers import TrainingArguments
+from transformers import Trainer, TrainingArguments
 from transformers.testing_utils import CaptureLogger
 from transformers.utils import logging
 
 from harness.scenarios import is_patched
+from tests.testing_utils import TinyRegression
 
 
 def describe(accelerator):
@@ -63,8 +65,9 @@ def run(output_dir, policy, mode, rebuilds):
     plugin = (
         FullyShardedDataParallelPlugin(fsdp_version=2, reshard_after_forward=False) if mode == "fsdp_plugin" else None
     )
+    precision = "bf16" if mode == "bf16_then_trainer" else None
     with gpu_host(mode), patch.dict(os.environ, {"ACCELERATE_DEBUG_MODE": "true"} if mode == "debug_mode" else {}):
-        accelerator = Accelerator(fsdp_plugin=plugin)
+        accelerator = Accelerator(fsdp_plugin=plugin, mixed_precision=precision)
     before = describe(accelerator)
     if mode == "end_training":
         accelerator.end_training()  # destroys the process group
@@ -75,7 +78,9 @@ def run(output_dir, policy, mode, rebuilds):
     with CaptureLogger(logging.get_logger("transformers")) as logged:
         try:
             with gpu_host(mode):
-                TrainingArguments(output_dir=output_dir, report_to="none", **extra)
+                args = TrainingArguments(output_dir=output_dir, report_to="none", **extra)
+            if mode == "bf16_then_trainer":
+                Trainer(TinyRegression(), args)
         except ValueError as refused:
             error = str(refused)
     after = describe(accelerator)
