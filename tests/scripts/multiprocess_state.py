@@ -7,9 +7,9 @@ over the live state, `end_training` destroys the process group first, `fsdp_laun
 `accelerate launch --use_fsdp --fsdp_version 2` does on GPUs (FSDP from the environment; `fsdp_on_cpu` makes
 accelerate set it up on CPU processes), `fsdp_launch_bf16` the same with `--mixed_precision bf16` and arguments with
 `bf16=True`, `fsdp1_launch` and `fsdp1_launch_bf16` with `--fsdp_version 1` (its plugin looks up a GPU for
-`sync_module_states`: one is mocked), `fsdp_plugin` passes an FSDP plugin of its own in code, and `debug_mode` builds
-the Accelerator in accelerate's debug mode, which the arguments' `PartialState` is not in; `bf16_then_trainer` builds a bf16
-Accelerator, then arguments without bf16 and a `Trainer` on them. The scenarios run
+`sync_module_states`: one is mocked), `fsdp_plugin` passes an FSDP plugin of its own in code, `debug_mode` builds
+the Accelerator in accelerate's debug mode, which the arguments' `PartialState` is not in, and `bf16_then_trainer` a
+bf16 Accelerator, then arguments without bf16 and a `Trainer` on them. The scenarios run
 one after the other in the same processes (one launch: the interpreters start once); each begins from no accelerate
 state, over the process group the previous one left.
 """
