@@ -408,6 +408,14 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertTrue(accelerator.state.debug)
         self.assertIs(AcceleratorState().dynamo_plugin, plugin)
 
+    def test_use_configured_state_takes_a_state_other_arguments_kept_as_it_is(self):
+        plugin = Accelerator(cpu=True, dynamo_backend="eager").state.dynamo_plugin
+        self.make_args()  # `"auto"` arguments keep it
+        with capture_logs() as cl:
+            self.make_trainer(accelerator_config={"use_configured_state": True})
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)  # not checked against the `Trainer`'s plugin
+        self.assertEqual(state_lines(cl), [])
+
     @parameterized.expand([("dict",), ("json_file",), ("command_line",)])
     def test_existing_state_is_validated(self, source):
         for config, message in [

@@ -58,6 +58,7 @@ FIXED = {
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_1_arguments_mixed_precision",
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_2_dynamo",
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_3_both",
+    "test_use_configured_state_takes_a_state_other_arguments_kept_as_it_is",
 }
 
 
