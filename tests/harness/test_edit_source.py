@@ -68,3 +68,13 @@ def test_an_anchor_not_found_once_names_the_release_and_the_file(path, anchor, w
     expected = f"transformers {version}: {path}: anchor for {what} {found}"
     with pytest.raises(EDIT.EditError, match=re.escape(expected)):
         EDIT.edit_all(files, version)
+
+
+def test_each_hand_mutant_finds_its_text_once_in_the_newest_release():
+    from harness import hand_mutants
+
+    version = committed_series()[-1]
+    files = EDIT.edit_all(pristine(version), version)
+    for name, path, edits in hand_mutants.MUTANTS:
+        for old, _ in edits:
+            assert files[path].count(old) == 1, name
