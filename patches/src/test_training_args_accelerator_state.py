@@ -408,13 +408,29 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertTrue(accelerator.state.debug)
         self.assertIs(AcceleratorState().dynamo_plugin, plugin)
 
-    def test_use_configured_state_takes_a_state_other_arguments_kept_as_it_is(self):
-        plugin = Accelerator(cpu=True, dynamo_backend="eager").state.dynamo_plugin
-        self.make_args()  # `"auto"` arguments keep it
+    @parameterized.expand([("reset",), ("preserve",), ("use_configured_state",)])
+    def test_a_trainer_checks_a_state_other_arguments_kept_whatever_its_own_policy(self, policy):
+        # The `Trainer`'s arguments did not keep the state (made before it, or taking it as it is), later `"auto"`
+        # arguments did: the `Trainer` checks it, resets it and trains as its arguments say (main: the later
+        # arguments reset it, and the `Trainer` made a fresh one)
+        if not hasattr(Trainer, "_build_accelerator_args"):
+            self.skipTest("this `Trainer` passes no precision of its own: it takes the later arguments' one")
+        ucs = policy == "use_configured_state"
+        config = {"use_configured_state": True} if ucs else {"existing_state": policy}
+        args = None if ucs else self.make_args(max_steps=2, accelerator_config=config)
+        Accelerator(cpu=True, mixed_precision="bf16")
+        args = self.make_args(max_steps=2, accelerator_config=config) if ucs else args
+        self.make_args(bf16=True)
         with capture_logs() as cl:
-            self.make_trainer(accelerator_config={"use_configured_state": True})
-        self.assertIs(AcceleratorState().dynamo_plugin, plugin)  # not checked against the `Trainer`'s plugin
-        self.assertEqual(state_lines(cl), [])
+            trainer = Trainer(
+                RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset()
+            )
+        self.assertEqual(
+            state_lines(cl),
+            ["Resetting an earlier `Accelerator`'s state: its `mixed_precision` is `bf16`, this `Trainer`'s `no`."],
+        )
+        self.assertEqual(trainer.accelerator.mixed_precision, "no")
+        self.assertEqual(trainer.train().global_step, 2)
 
     @parameterized.expand([("dict",), ("json_file",), ("command_line",)])
     def test_existing_state_is_validated(self, source):

@@ -46,7 +46,7 @@ class TrainingArguments:
     def _keep_accelerator_state(self, partial_state: dict, state: dict) -> None:
         """Puts back a state an `Accelerator` made (#40376), not a `Trainer`'s, whose `PartialState` is the new one."""
         policy = getattr(self.accelerator_config, "existing_state", "reset")  # no `AcceleratorConfig`: as before
-        self._checks_kept_states, plugin = policy == "auto", state.get("dynamo_plugin")
+        plugin = state.get("dynamo_plugin")
         if policy == "reset" or "_mixed_precision" not in state or _trainer_states.get(id(plugin)) is plugin:
             return  # no `Accelerator`'s state, one a failed initialization left without a plugin, or a `Trainer`'s
         built, skip = PartialState._shared_state, {"_cpu"}  # `_cpu` only chose the device, which is compared
@@ -57,17 +57,18 @@ class TrainingArguments:
             skip.add("device")  # named without its index: `cpu` is `cpu:0`
         keys = [key for key in sorted(built.keys() - skip) if partial_state.get(key) != built[key]]
         differences = [f"its `{key}` is `{partial_state.get(key)}`, these arguments' `{built[key]}`" for key in keys]
-        if policy == "preserve" or not differences:  # a `Trainer` with `"auto"` arguments checks it
+        if policy == "preserve" or not differences:
             built.update(partial_state)
             AcceleratorState._shared_state.update(state)
-            _kept_states[id(plugin)] = plugin
+            if policy == "auto":  # any `Trainer` checks it
+                _kept_states[id(plugin)] = plugin
         elif self.distributed_state.is_main_process and logging.WARNING >= self.get_process_log_level():
             logger.warning(f"Resetting an earlier `Accelerator`'s state: {'; '.join(differences)}.")  # once a launch
 
     def _kept_accelerator_state(self) -> dict | None:
         state = AcceleratorState._shared_state
         kept = _kept_states.get(id(state.get("dynamo_plugin")), False) is state.get("dynamo_plugin")  # not `None`
-        return state if kept and getattr(self, "_checks_kept_states", False) else None
+        return state if kept else None
 
     def _reset_kept_accelerator_state(self) -> None:
         AcceleratorState._reset_state(reset_partial_state=True)

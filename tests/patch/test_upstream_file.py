@@ -29,6 +29,9 @@ FIXED = {
     "test_a_state_kept_by_later_arguments_is_checked_for_earlier_ones_1_compiling",
     "test_a_state_made_after_the_arguments_discarded_theirs_is_left_to_accelerate",
     "test_a_subclass_with_its_own_accelerator_does_not_reuse_a_kept_state",
+    "test_a_trainer_checks_a_state_other_arguments_kept_whatever_its_own_policy_0_reset",
+    "test_a_trainer_checks_a_state_other_arguments_kept_whatever_its_own_policy_1_preserve",
+    "test_a_trainer_checks_a_state_other_arguments_kept_whatever_its_own_policy_2_use_configured_state",
     "test_an_accelerator_that_failed_after_storing_its_state_is_kept",
     "test_existing_state_is_kept",
     "test_existing_state_is_validated_0_dict",
@@ -58,7 +61,6 @@ FIXED = {
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_1_arguments_mixed_precision",
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_2_dynamo",
     "test_trainer_resets_a_kept_state_that_differs_from_its_accelerator_3_both",
-    "test_use_configured_state_takes_a_state_other_arguments_kept_as_it_is",
 }
 
 
