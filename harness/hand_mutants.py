@@ -60,16 +60,7 @@ MUTANTS = [
         [('vars(state["dynamo_plugin"]).items()}', 'list(vars(state["dynamo_plugin"]).items())[:1]}')],
     ),
     ("H11 a previous Trainer's state not recognised", TA, [("_trainer_states.get(id(plugin)) is plugin", "False")]),
-    (
-        "H12 preserve arguments' Trainer checks kept states",
-        TA,
-        [('policy == "auto", state.get("dynamo_plugin")', 'policy != "reset", state.get("dynamo_plugin")')],
-    ),
-    (
-        "H12b use_configured_state arguments' Trainer checks kept states",
-        TA,
-        [('getattr(self, "_checks_kept_states", False)', 'getattr(self, "_checks_kept_states", True)')],
-    ),
+    ("H12 a state preserve kept is checked by the Trainer", TA, [('if policy == "auto":  # any', "if True:  # any")]),
     (
         "H13 plugins the Trainer passes not counted",
         TR,
