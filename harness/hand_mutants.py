@@ -69,7 +69,7 @@ MUTANTS = [
     (
         "H14 cpu not compared",
         TR,
-        [('pairs["cpu"] = (cpu, cpu or bool(kwargs.get("cpu")))', 'pairs["cpu"] = (cpu, cpu)')],
+        [('"cpu": (cpu, cpu or bool(kwargs.get("cpu")))', '"cpu": (cpu, cpu)')],
     ),
     (
         "H15 overriding subclasses not reset first",

@@ -579,6 +579,25 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         )
         self.assertEqual(trainer.accelerator.state.dynamo_plugin.mode, "default")
 
+    @parameterized.expand([("after_arguments_reset_it",), ("after_a_trainer_reset_it",)])
+    def test_a_plugin_used_again_by_a_new_accelerator_is_not_a_kept_state(self, how):
+        # The kept state is reset (by arguments, or by a `Trainer` whose settings differ); the user's next
+        # `Accelerator` passes the same `TorchDynamoPlugin` object: a new state, made after the arguments, which the
+        # `Trainer` leaves to accelerate as on main
+        plugin = TorchDynamoPlugin(backend="eager")
+        Accelerator(cpu=True, dynamo_plugin=plugin)
+        first = self.make_args(max_steps=2)
+        if how == "after_arguments_reset_it":
+            self.make_args(accelerator_config={"existing_state": "reset"})
+        else:
+            Trainer(RegressionPreTrainedModel(RegressionModelConfig()), first, train_dataset=RegressionDataset())
+        args = self.make_args(max_steps=2)
+        Accelerator(cpu=True, dynamo_plugin=plugin)
+        with capture_logs() as cl:
+            Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        self.assertEqual(state_lines(cl), [])
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)
+
     def test_reset_lines_follow_the_log_level(self):
         # the arguments' line and the `Trainer`'s, each from a state reset all the same
         with patch.dict(os.environ, {"ACCELERATE_DEBUG_MODE": "true"}):

@@ -47,6 +47,7 @@ class TrainingArguments:
         """Puts back a state an `Accelerator` made (#40376), not a `Trainer`'s, whose `PartialState` is the new one."""
         policy = getattr(self.accelerator_config, "existing_state", "reset")  # no `AcceleratorConfig`: as before
         plugin = state.get("dynamo_plugin")
+        _kept_states.pop(id(plugin), None)  # reset: kept again below, or not at all
         if policy == "reset" or "_mixed_precision" not in state or _trainer_states.get(id(plugin)) is plugin:
             return  # no `Accelerator`'s state, one a failed initialization left without a plugin, or a `Trainer`'s
         built, skip = PartialState._shared_state, {"_cpu"}  # `_cpu` only chose the device, which is compared
@@ -67,10 +68,10 @@ class TrainingArguments:
 
     def _kept_accelerator_state(self) -> dict | None:
         state = AcceleratorState._shared_state
-        kept = _kept_states.get(id(state.get("dynamo_plugin")), False) is state.get("dynamo_plugin")  # not `None`
-        return state if kept else None
+        return state if _kept_states.get(id(state.get("dynamo_plugin")), False) is state.get("dynamo_plugin") else None
 
     def _reset_kept_accelerator_state(self) -> None:
+        _kept_states.pop(id(AcceleratorState._shared_state["dynamo_plugin"]))
         AcceleratorState._reset_state(reset_partial_state=True)
         n_gpu = self._n_gpu  # which a user may have changed since
         self.__dict__.pop("_setup_devices", None)
@@ -102,11 +103,10 @@ class Trainer:
         if state is None:
             return  # no state these arguments kept: accelerate checks one made since, as before
         own, kwargs, cpu = kwargs is None, kwargs or {}, state["device"].type == "cpu"
-        mixed_precision = kwargs.get("mixed_precision") or os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
+        asked = kwargs.get("mixed_precision") or os.environ.get("ACCELERATE_MIXED_PRECISION", "no")
         dynamo = kwargs.get("dynamo_plugin") or type(state["dynamo_plugin"])()  # as `Accelerator` defaults them
-        pairs = {"mixed_precision": (state["_mixed_precision"], mixed_precision)}
+        pairs = {"mixed_precision": (state["_mixed_precision"], asked), "cpu": (cpu, cpu or bool(kwargs.get("cpu")))}
         pairs |= {f"dynamo_plugin.{k}": (v, getattr(dynamo, k, None)) for k, v in vars(state["dynamo_plugin"]).items()}
-        pairs["cpu"] = (cpu, cpu or bool(kwargs.get("cpu")))
         shown = [f"its `{k}` is `{a}`, this `Trainer`'s `{b}`" for k, (a, b) in pairs.items() if a != b]
         keys = ("deepspeed_plugins", "deepspeed_plugin", "fsdp_plugin", "megatron_lm_plugin", "torch_tp_plugin")
         plugins = [f"`{key}`" for key in (*keys, "parallelism_config") if state.get(key) or kwargs.get(key)]

@@ -25,6 +25,7 @@ FIXED = {
     "test_a_kept_state_with_a_plugin_is_reset_with_an_info_line_0_held",
     "test_a_kept_state_with_a_plugin_is_reset_with_an_info_line_1_passed",
     "test_a_later_accelerator_joins_the_kept_state_which_the_trainer_checks",
+    "test_a_plugin_used_again_by_a_new_accelerator_is_not_a_kept_state_0_after_arguments_reset_it",
     "test_a_state_kept_by_later_arguments_is_checked_for_earlier_ones_0_bf16",
     "test_a_state_kept_by_later_arguments_is_checked_for_earlier_ones_1_compiling",
     "test_a_state_made_after_the_arguments_discarded_theirs_is_left_to_accelerate",
