@@ -49,7 +49,21 @@ MUTANTS = [
         TA,
         [("if plugin is not None and _kept_states.get(id(plugin)) is not plugin:", "if plugin is not None:")],
     ),
-    ("H6 the record keeps a state a Trainer took", TA, [("_kept_states.pop(id(plugin), None)", "pass")]),
+    (
+        "H6 the record keeps a state a Trainer took",
+        TA,
+        [("_kept_states.pop(id(plugin), None)  # a kept", "pass  # a kept")],
+    ),
+    (
+        "H28 a state arguments reset stays in the record",
+        TA,
+        [("_kept_states.pop(id(plugin), None)  # reset", "pass  # reset")],
+    ),
+    (
+        "H29 a state a Trainer reset stays in the record",
+        TA,
+        [('_kept_states.pop(id(AcceleratorState._shared_state["dynamo_plugin"]))', "pass")],
+    ),
     ("H7 devices compared by type only", TA, [("None in (old.index, new.index):", "True:")]),
     ("H8 device type not compared", TA, [('getattr(old, "type", None) == new.type and', "True and")]),
     ("H9 the Trainer's line ignores log_level", TR, [("level >= self.args.get_process_log_level()", "True")]),
