@@ -129,8 +129,8 @@ MUTANTS = [
         TA,
         [
             (
-                'kept = _kept_states.get(id(state.get("dynamo_plugin")), False) is state.get("dynamo_plugin")',
-                'kept = state.get("dynamo_plugin") is not None',
+                'if _kept_states.get(id(state.get("dynamo_plugin")), False) is state.get("dynamo_plugin")',
+                'if "device" in state',
             )
         ],
     ),
