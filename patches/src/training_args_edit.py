@@ -23,10 +23,11 @@ class EditError(RuntimeError):
 
 DOCSTRING_ENTRY = """        existing_state (`str`, *optional*, defaults to `"auto"`):
             What `TrainingArguments` do with the state of an `Accelerator` created before them. `"auto"` keeps it if
-            its processes and device are the ones the arguments set up, unless a previous `Trainer` created it; a
-            `Trainer` then uses it if its mixed precision and `TorchDynamoPlugin` are the `Trainer`'s and it holds no
-            plugin, and otherwise resets it. `"preserve"` keeps it as it is, as `use_configured_state` does. `"reset"`
-            always resets it. A state a failed initialization left incomplete is always reset.
+            its processes and device are the ones the arguments set up, unless a `Trainer` created it; the next
+            `Trainer` uses it if its mixed precision and `TorchDynamoPlugin` are the `Trainer`'s and it holds no
+            plugin, and otherwise resets it. `"preserve"` keeps it as it is, for the `Trainer` to use as with
+            `use_configured_state` (a state other, `"auto"`, arguments kept is still checked). `"reset"` resets it.
+            A state a failed initialization left incomplete is always reset.
 """
 # the key named in `TrainingArguments`' docstring, under `accelerator_config`, in each release's style
 ARGS_DOCSTRING_AFTER = r"^ {16}- `?use_configured_state`? \(`bool`[^\n]*\n(?: {20}[^\n]*\n)*"
