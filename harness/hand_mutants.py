@@ -159,7 +159,9 @@ def run(version: str, workdir: Path) -> list[tuple[str, str]]:
             ran = subprocess.run(pytest, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
         finally:
             (tree / path).write_text(pristine)
-        failed = [line.split("::")[-1].split(" ")[0] for line in ran.stdout.splitlines() if line.startswith("FAILED")]
+        failed = [
+            line.split(" - ")[0].rsplit("::", 1)[-1] for line in ran.stdout.splitlines() if line.startswith("FAILED")
+        ]
         results.append((name, f"killed ({failed[0] if failed else 'an error'})" if ran.returncode else "SURVIVED"))
         print(f"| {name} | {results[-1][1]} |", flush=True)
     return results
