@@ -67,7 +67,7 @@ MUTANTS = [
     ("H7 devices compared by type only", TA, [("None in (old.index, new.index):", "True:")]),
     ("H8 device type not compared", TA, [('getattr(old, "type", None) == new.type and', "True and")]),
     ("H9 the Trainer's line ignores log_level", TR, [("level >= self.args.get_process_log_level()", "True")]),
-    ("H9b the arguments' line ignores log_level", TA, [("logging.WARNING >= self.get_process_log_level()", "True")]),
+    ("H9b the arguments' line ignores log_level", TA, [("self.get_process_log_level() <= logging.WARNING", "True")]),
     (
         "H10 only the dynamo backend compared",
         TR,

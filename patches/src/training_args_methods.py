@@ -63,7 +63,7 @@ class TrainingArguments:
             AcceleratorState._shared_state.update(state)
             if policy == "auto":  # any `Trainer` checks it
                 _kept_states[id(plugin)] = plugin
-        elif self.distributed_state.is_main_process and logging.WARNING >= self.get_process_log_level():
+        elif self.distributed_state.is_main_process and self.get_process_log_level() <= logging.WARNING:
             logger.warning(f"Resetting an earlier `Accelerator`'s state: {'; '.join(differences)}.")  # once a launch
 
     def _kept_accelerator_state(self) -> dict | None:
