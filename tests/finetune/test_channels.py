@@ -45,3 +45,15 @@ def test_clipping_in_a_channel_not_read_is_no_fault_of_the_speech(tmp_path):
     assert speech_channel(tmp_path / "left.wav") == 0
     assert read_recording(tmp_path / "left.wav", 0)[1]["clipped"].sum() == 0
     assert read_recording(tmp_path / "left.wav")[1]["clipped"].sum() > 0  # mixed, the hum's clipping is heard
+
+
+def test_a_float_recording_over_full_scale_is_not_clipped_and_a_flat_top_is(tmp_path):
+    # A DAW exports 32-bit float with peaks over 1.0 and nothing lost; clipping is a top held flat, at any scale
+    from tpu_demo.segmenting.read import read_recording
+
+    t = np.arange(4 * 16000) / 16000
+    speech = (1.6 * np.sin(2 * np.pi * 220 * t) * (np.sin(2 * np.pi * 0.5 * t) > 0)).astype(np.float32)
+    soundfile.write(tmp_path / "loud.wav", speech, 16000, subtype="FLOAT")
+    assert read_recording(tmp_path / "loud.wav")[1]["clipped"].sum() == 0
+    soundfile.write(tmp_path / "clipped.wav", np.clip(speech, -1, 1), 16000, subtype="PCM_16")
+    assert read_recording(tmp_path / "clipped.wav")[1]["clipped"].sum() > 0

@@ -83,7 +83,7 @@ def test_neighbouring_pieces_are_joined_up_to_the_longest_and_a_dropped_one_cost
     from tpu_demo.segmenting.join import join
 
     found = pieces((0.5, 1.5), (1.7, 2.9), (3.1, 4.1), (5.0, 6.0), (6.6, 7.5), (7.8, 8.3), snr_db=40.0)
-    found[3].dropped, found[3].detail = "clipping", "2.00% of its samples at full scale"
+    found[3].dropped, found[3].detail = "clipping", "2.00% of its samples held flat at full scale"
     clips = join(found, recording(), 9.0, settings(max_clip_seconds=4.0, min_clip_seconds=0.6))
     spans = [(clip.start, clip.end, clip.dropped) for clip in clips]
     # the first three fit in 4 s with their 0.15 s margins: one clip; the clipped piece alone; the last two together
@@ -129,7 +129,7 @@ def test_each_piece_is_dropped_by_the_measure_that_decided_it():
     judge(found, recording(), settings(max_clip_seconds=4.0))
     assert [(piece.dropped, piece.detail) for piece in found] == [
         ("noisy", "SNR 12.0 dB < min_snr_db 20.0"),
-        ("clipping", "2.00% of its samples at full scale"),
+        ("clipping", "2.00% of its samples held flat at full scale"),
         ("noisy", "DNSMOS BAK 1.50 < min_dnsmos_bak 1.8"),
         ("poor quality", "DNSMOS OVRL 1.10 < min_dnsmos_ovrl 1.3"),
         (None, ""),

@@ -255,7 +255,7 @@ class RecordingsArguments:
     )
     max_clipped_share: float = field(
         default=0.001,
-        metadata={"help": "pieces with more of their samples at full scale (clipping) are dropped"},
+        metadata={"help": "pieces with more of their samples held flat at full scale (clipping) are dropped"},
     )
     target_lufs: float = field(
         default=-20.0,

@@ -33,7 +33,7 @@ def judge(pieces: list[Piece], recording: Recording, settings) -> None:
         if piece.end - piece.start > settings.max_clip_seconds:
             piece.dropped, piece.detail = "too long", f"no pause within max_clip_seconds {settings.max_clip_seconds}"
         elif piece.clipped > settings.max_clipped_share:
-            piece.dropped, piece.detail = "clipping", f"{piece.clipped:.2%} of its samples at full scale"
+            piece.dropped, piece.detail = "clipping", f"{piece.clipped:.2%} of its samples held flat at full scale"
         elif piece.fault:
             piece.dropped, piece.detail = piece.fault, piece.fault_detail
         elif piece.bandwidth_hz is not None and piece.bandwidth_hz < MIN_BANDWIDTH_HZ:

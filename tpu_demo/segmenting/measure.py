@@ -29,7 +29,7 @@ class Piece:
     start: float
     end: float
     snr_db: float | None = None  # None: no pause near it to measure the noise in
-    clipped: float = 0.0  # share of its samples at full scale
+    clipped: float = 0.0  # share of its samples held flat at full scale
     bandwidth_hz: float | None = None  # speech_models.bandwidth, in the 16 kHz copy
     sound_before: bool = False  # a sound in the pause before it (a cough, a click): no clip joins across it
     alignment: float | None = None  # the forced alignment's confidence in its text (align_text), 0-1

@@ -131,10 +131,11 @@ def speech_channel(path: Path) -> int | None:
 def read_recording(path: Path, channel: int | None = None) -> tuple[np.ndarray, dict, int]:
     """The recording as 16 kHz mono for the models (its `channel`, else its channels mixed), without DC and levelled
     to LEVEL_LUFS; what was marked at its own rate, before any gain, per 10 ms window (window k holds the samples
-    of k/100 s up to (k+1)/100 s, at any rate): `clipped`, its samples at full scale (in the channel read, or any),
-    `level`, its level in dBFS, `clicks`, whether a click is in it (one sample far off its neighbours); `dropouts`,
-    each run of digital silence of 5 to 300 ms (`digital_silences`), and whether it has a `noise_floor` (its pauses
-    are not digital silence); and its rate. Read block by block, so only the 16 kHz copy is ever whole in memory."""
+    of k/100 s up to (k+1)/100 s, at any rate): `clipped`, its samples held flat at or past full scale
+    (`clipped_samples`; in the channel read, or any), `level`, its level in dBFS, `clicks`, whether a click is in it
+    (one sample far off its neighbours); `dropouts`, each run of digital silence of 5 to 300 ms (`digital_silences`),
+    and whether it has a `noise_floor` (its pauses are not digital silence); and its rate. Read block by block, so
+    only the 16 kHz copy is ever whole in memory."""
     import soundfile
     import soxr
 
@@ -151,7 +152,7 @@ def read_recording(path: Path, channel: int | None = None) -> tuple[np.ndarray, 
             found = np.bincount(local, weights=weights)
             sums[name][first : first + len(found)] += found
 
-        add("clipped", (np.abs(block if channel is None else block[:, [channel]]) >= 0.999).any(axis=1) * 1.0)
+        add("clipped", clipped_samples(block if channel is None else block[:, [channel]]).any(axis=1) * 1.0)
         samples = heard(block, channel)
         add("power", samples.astype(np.float64) ** 2)
         add("samples")
@@ -173,6 +174,16 @@ def read_recording(path: Path, channel: int | None = None) -> tuple[np.ndarray, 
         "noise_floor": silent <= NOISE_FLOOR_SHARE * max(1, int(held.sum())),
     }
     return audio16k, marks, rate
+
+
+def clipped_samples(block: np.ndarray) -> np.ndarray:
+    """Which samples (frames x channels) are clipped: at full scale and held flat, equal to a neighbour. A float
+    file's peaks over 1.0 (a DAW's export) lost nothing; a top held at any one value past full scale is clipped too."""
+    flat = np.zeros(block.shape, dtype=bool)
+    equal = block[1:] == block[:-1]
+    flat[1:] |= equal
+    flat[:-1] |= equal
+    return flat & (np.abs(block) >= 0.999)
 
 
 def click_samples(samples: np.ndarray, window: np.ndarray) -> np.ndarray:
