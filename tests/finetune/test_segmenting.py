@@ -266,6 +266,22 @@ def test_unreadable_and_truncated_recordings_are_set_aside_and_can_be_left_out(t
         find_recordings(tmp_path)
 
 
+def test_files_it_cannot_read_beside_the_recordings_are_named_not_skipped_silently(tmp_path):
+    from tpu_demo.segmenting.read import find_recordings
+
+    tone = (0.3 * np.sin(np.arange(16000) / 16000 * 2 * np.pi * 300)).astype(np.float32)
+    soundfile.write(tmp_path / "talk.wav", tone, 16000)
+    (tmp_path / "talk.srt").write_text("1\n00:00:00,000 --> 00:00:01,000\nHello.\n", encoding="utf-8")
+    (tmp_path / "phone memo.m4a").write_bytes(b"\x00\x00\x00\x20ftypM4A ")
+    found, unreadable = find_recordings(tmp_path)
+    assert [r.name for r in found] == ["talk"]
+    assert unreadable == {
+        "phone memo.m4a": 'audio soundfile cannot read: convert it (`ffmpeg -i "phone memo.m4a" "phone memo.flac"`)',
+        "talk.srt": "subtitles, not read: give the recording's text as talk.txt",
+    }
+    assert find_recordings(tmp_path, skip=["phone memo.m4a", "talk.srt"])[1] == {}
+
+
 def test_clips_are_cut_to_what_training_keeps_of_them(tmp_path):
     # clips were packed to 15 s whatever max_audio_frames: a 10 s config dropped 28 of 33
     from tpu_demo.config.checks import settings as parsed
