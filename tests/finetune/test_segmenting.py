@@ -62,6 +62,22 @@ def recording(text=None, name="talk", speaker="anna"):
     return Recording(Path(f"{name}.wav"), name, speaker, text)
 
 
+def test_a_third_speakers_turn_is_dropped_with_that_reason():
+    # Dia has two speakers: a transcript's [S3] never reaches a kept text
+    from tpu_demo.segmenting.join import join
+
+    found = pieces((0.5, 1.5), (3.5, 4.5), (6.5, 7.5), snr_db=40.0)
+    for piece, text in zip(found, ["[S1] Hello there.", "[S3] Hi, both.", "[S2] Good morning."], strict=True):
+        piece.text = text
+    clips = join(found, recording("[S1] Hello there. [S3] Hi, both. [S2] Good morning."), 8.0, settings())
+    assert [(clip.text, clip.dropped) for clip in clips] == [
+        ("[S1] Hello there.", None),
+        ("[S3] Hi, both.", "third speaker"),
+        ("[S2] Good morning.", None),
+    ]
+    assert clips[1].detail == "[S3]: Dia speaks as [S1] and [S2] only"
+
+
 def test_a_piece_just_under_the_longest_clip_gets_margins_that_keep_it_within():
     # its margins made a 9.9 s piece a 10.2 s clip: more frames than max_audio_frames 861 holds, dropped in training
     from tpu_demo.segmenting.join import join

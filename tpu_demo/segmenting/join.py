@@ -2,6 +2,7 @@
 `max_text_tokens`, cut inside the pauses; a dropped piece is a dropped clip of its own, so a fault costs only it.
 """
 
+import re
 from dataclasses import dataclass, field
 
 from tpu_demo.model.tokens import text_tokens
@@ -70,10 +71,14 @@ def last_turn(pieces: list[Piece], group: list[int]) -> list[int]:
     return []
 
 
+OTHER_SPEAKERS = re.compile(r"\[S(?:[03-9]|\d{2,})\]")  # Dia speaks as [S1] and [S2] only
+
+
 def join(pieces: list[Piece], recording: Recording, seconds: float, settings, max_text_tokens=None) -> list[Clip]:
     """Clips of neighbouring kept pieces, at most `max_clip_seconds` with their margins and `max_text_tokens` of text
     (training drops a longer text), no pause longer than JOIN_PAUSE inside nor a sound in a pause; each dropped piece
-    a dropped clip of its own, and a piece whose text alone is too long dropped as `text too long`. A clip's margins
+    a dropped clip of its own, a piece whose text alone is too long dropped as `text too long`, and a clip whose text
+    has a third speaker's tag (`[S3]`) as `third speaker`. A clip's margins
     are up to EDGE of the pauses around it, never past half of one."""
 
     def too_much_text(numbers) -> bool:
@@ -124,6 +129,8 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings, ma
         clip.dropped, clip.detail = group[0].dropped, group[0].detail
         if not clip.dropped and clip.seconds < settings.min_clip_seconds:
             clip.dropped, clip.detail = "too short", f"{clip.seconds:.2f} s < min_clip_seconds"
+        elif not clip.dropped and (others := sorted(set(OTHER_SPEAKERS.findall(clip.text or "")))):
+            clip.dropped, clip.detail = "third speaker", f"{', '.join(others)}: Dia speaks as [S1] and [S2] only"
         elif not clip.dropped and too_much_text(numbers):
             clip.dropped = "text too long"
             clip.detail = f"{text_tokens(clip.text)} Dia tokens > max_text_tokens {max_text_tokens}"
