@@ -89,6 +89,22 @@ def test_units_end_at_sentences_not_inside_titles_or_dates(gruut):
     ]
 
 
+def test_an_abbreviation_before_a_number_or_a_lower_case_word_ends_no_sentence(gruut):
+    from tpu_demo.segmenting.align import text_units, unit_texts
+
+    units = unit_texts(
+        text_units("Invoice no. 1138 is due. See fig. 3 and vol. 2 too. Pay it, etc. and so on. No. Go.")
+    )
+    assert units == [
+        "[S1] Invoice no. 1138 is due.",
+        "[S1] See fig. 3 and vol. 2 too.",
+        "[S1] Pay it,",
+        "[S1] etc. and so on.",
+        "[S1] No.",
+        "[S1] Go.",
+    ]
+
+
 def test_a_piece_that_does_not_align_costs_only_itself_and_a_reordered_block_is_found(gruut):
     # the script's sentences A..H; read A B, then a sentence the aligner cannot read (its piece fails), then E F G
     # before C D (a block read out of order), then H. Nothing after the unreadable sentence was lost before

@@ -25,11 +25,19 @@ ABBREVIATION = re.compile(
 )
 TITLE = re.compile(r"^(?:Mr|Mrs|Ms|Dr|Prof|St|Gen|Capt|Sgt|Lt|Col|Gov|Sen|Rev|Fr|Supt)\.$")  # before a name
 INITIAL = re.compile(r"^[A-Z]\.$")
+# an abbreviation a number follows: "no. 1138", "fig. 3", "pp. 12-14"
+BEFORE_A_NUMBER = re.compile(
+    r"^(?:no|nos|nr|vol|vols|fig|figs|p|pp|ch|chap|sec|art|op|ext|apt|rm|ref|inv|pt)\.$", re.I
+)
 
 
 def before_a_name(word: str, previous: str, following: str) -> bool:
-    """Whether a written word's period ends no sentence: a title before a name ("Dr. Okafor"), or an initial inside
-    a name ("J. K. Rowling"); "No.", "etc." and "plan B." end theirs."""
+    """Whether a written word's period ends no sentence: a title before a name ("Dr. Okafor"), an initial inside a
+    name ("J. K. Rowling"), or an abbreviation a number or a lower-case word follows ("no. 1138", "etc. and"); "No."
+    and "etc." before a capital, and "plan B.", end theirs."""
+    if ABBREVIATION.match(word) or BEFORE_A_NUMBER.match(word):
+        if following[:1].isdigit() or following[:1].islower():
+            return True
     if not following[:1].isupper():
         return False
     return bool(TITLE.match(word) or (INITIAL.match(word) and previous[:1].isupper()))
