@@ -46,7 +46,8 @@ def run(version: str, workdir: Path) -> tuple[int, int, list[str]]:
     results = mutmut(tree, "results").stdout
     survived = [mutant for section, ids in _sections(results) if section.startswith("Survived") for mutant in ids]
     suspicious = [mutant for section, ids in _sections(results) if section.startswith("Suspicious") for mutant in ids]
-    total = sum(len(ids) for _, ids in _sections(results))
+    # `results` lists every mutant but the killed ones (timeouts count as killed): those are counted by their ids
+    total = len(mutmut(tree, "result-ids", "killed").stdout.split()) + sum(len(ids) for _, ids in _sections(results))
     diffs = [mutmut(tree, "show", mutant).stdout for mutant in survived + suspicious]
     return total - len(survived) - len(suspicious), total, diffs
 
