@@ -86,6 +86,11 @@ MUTANTS = [
         [('"cpu": (cpu, cpu or bool(kwargs.get("cpu")))', '"cpu": (cpu, cpu)')],
     ),
     (
+        "H30 a state on the CPU not recognised",
+        TR,
+        [('state["device"].type == "cpu"\n', 'state["device"].type == "XXcpuXX"\n')],
+    ),
+    (
         "H15 overriding subclasses not reset first",
         TR,
         [

@@ -698,6 +698,13 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
             state_lines(cl),
             ["Resetting an earlier `Accelerator`'s state: its `cpu` is `False`, this `Trainer`'s `True`."],
         )
+        # a state on the CPU is what such a `Trainer` asks for: used as it is
+        AcceleratorState._reset_state(reset_partial_state=True)
+        plugin = Accelerator(cpu=True).state.dynamo_plugin
+        with capture_logs() as cl:
+            CPUTrainer(RegressionPreTrainedModel(RegressionModelConfig()), self.make_args(max_steps=2))
+        self.assertIs(AcceleratorState().dynamo_plugin, plugin)
+        self.assertEqual(state_lines(cl), [])
 
     def test_gradient_state_is_shared_by_the_process(self):
         # The `Trainer` accumulates gradients itself and sets accelerate's process-wide `GradientState` to 1 step:
