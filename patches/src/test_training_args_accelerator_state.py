@@ -79,6 +79,17 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
     def make_args(self, **kwargs):
         return TrainingArguments(self.get_auto_remove_tmp_dir(), report_to="none", use_cpu=True, **kwargs)
 
+    def trainer_on(self, args, trainer_class=None):
+        """A `Trainer` (or `trainer_class`) of the regression model on `args`."""
+        trainer_class = trainer_class or Trainer
+        return trainer_class(
+            RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset()
+        )
+
+    def skip_unless_the_trainer_builds_its_accelerator_args(self):
+        if not hasattr(Trainer, "_build_accelerator_args"):
+            self.skipTest("this `Trainer` builds its `Accelerator`'s arguments inline")
+
     def make_trainer(self, **kwargs):
         return get_regression_trainer(
             output_dir=self.get_auto_remove_tmp_dir(), report_to="none", use_cpu=True, max_steps=2, **kwargs
@@ -325,7 +336,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         accelerator = Accelerator(cpu=True, **accelerator_kwargs)
         with capture_logs() as cl:
             try:
-                Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+                self.trainer_on(args)
             except ValueError as error:  # 5.x passes its mixed precision, which accelerate refuses to change
                 self.assertIn("already been initialized", str(error))
         self.assertEqual(accelerator.mixed_precision, accelerator_kwargs.get("mixed_precision", "no"))
@@ -357,7 +368,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.make_args(accelerator_config={"existing_state": "reset"})
         accelerator = Accelerator(cpu=True, dynamo_backend="eager")
         with capture_logs() as cl:
-            Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+            self.trainer_on(args)
         self.assertIsNot(AcceleratorState().dynamo_plugin, plugin)
         self.assertEqual(accelerator.state.dynamo_plugin.backend.value, "EAGER")  # accelerate keeps it, as on main
         self.assertEqual(state_lines(cl), [])
@@ -467,8 +478,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         self.assertEqual(state_lines(cl), [])
 
     def test_trainer_compares_what_a_subclass_passes(self):
-        if not hasattr(Trainer, "_build_accelerator_args"):
-            self.skipTest("this `Trainer` builds its `Accelerator`'s arguments inline")
+        self.skip_unless_the_trainer_builds_its_accelerator_args()
         Accelerator(cpu=True)
         args = self.make_args(max_steps=2)
         model = RegressionPreTrainedModel(RegressionModelConfig())
@@ -493,7 +503,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
 
             args, failing = self.make_args(), patch("transformers.trainer.Accelerator", failing_accelerator)
         with failing, self.assertRaises((RuntimeError, ValueError)):
-            Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+            self.trainer_on(args)
         self.assertIn("_mixed_precision", AcceleratorState._shared_state)  # stored before the error
         with LoggingLevel(logging.INFO), capture_logs() as cl:
             self.make_args()
@@ -503,13 +513,12 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
     def test_a_kept_state_a_trainer_took_is_left_to_accelerate(self):
         # Two `Trainer`s on one arguments object: the first took the kept state; the second, asking for another
         # precision, is refused by accelerate as on main, and the first `Trainer` keeps its state
-        if not hasattr(Trainer, "_build_accelerator_args"):
-            self.skipTest("this `Trainer` builds its `Accelerator`'s arguments inline")
+        self.skip_unless_the_trainer_builds_its_accelerator_args()
         Accelerator(cpu=True)
         args = self.make_args(max_steps=2)
-        first = Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        first = self.trainer_on(args)
         with capture_logs() as cl, self.assertRaisesRegex(ValueError, "already been initialized"):
-            BF16Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+            self.trainer_on(args, BF16Trainer)
         self.assertEqual(state_lines(cl), [])
         self.assertEqual(first.accelerator.mixed_precision, "no")
         self.assertEqual(first.train().global_step, 2)
@@ -525,7 +534,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         args = self.make_args(max_steps=2)
         bf16 = second == "other_arguments"
         other = copy.deepcopy(args) if second == "a_copy" else self.make_args(max_steps=2, bf16=bf16)
-        first = Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        first = self.trainer_on(args)
         plugin = AcceleratorState().dynamo_plugin
         with LoggingLevel(logging.INFO), capture_logs() as cl:
             if second == "a_subclass_on_other_arguments":
@@ -558,7 +567,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         plugin = AcceleratorState().dynamo_plugin
         with capture_logs() as cl:
             try:
-                Trainer(RegressionPreTrainedModel(RegressionModelConfig()), later, train_dataset=RegressionDataset())
+                self.trainer_on(later)
             except ValueError as error:  # another precision, which accelerate refuses as on main
                 self.assertIn("already been initialized", str(error))
         self.assertEqual(state_lines(cl), [])
@@ -590,11 +599,11 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         if how == "after_arguments_reset_it":
             self.make_args(accelerator_config={"existing_state": "reset"})
         else:
-            Trainer(RegressionPreTrainedModel(RegressionModelConfig()), first, train_dataset=RegressionDataset())
+            self.trainer_on(first)
         args = self.make_args(max_steps=2)
         Accelerator(cpu=True, dynamo_plugin=plugin)
         with capture_logs() as cl:
-            Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+            self.trainer_on(args)
         self.assertEqual(state_lines(cl), [])
         self.assertIs(AcceleratorState().dynamo_plugin, plugin)
 
@@ -638,9 +647,9 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         config = {"gradient_accumulation_kwargs": {"num_steps": 2}}
         args = self.make_args(max_steps=2, gradient_accumulation_steps=2, accelerator_config=config)
         with self.assertRaisesRegex(ValueError, "`num_steps` is set"):
-            Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+            self.trainer_on(args)
         args.gradient_accumulation_steps = 1
-        trainer = Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        trainer = self.trainer_on(args)
         self.assertEqual(trainer.accelerator.mixed_precision, "no")
         self.assertEqual(trainer.train().global_step, 2)
 
@@ -662,7 +671,7 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         # its `Accelerator` on the user's state, which counts as the `Trainer`'s and is reset quietly, as on main
         args = self.make_args(max_steps=2)
         accelerator = Accelerator(cpu=True)
-        Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        self.trainer_on(args)
         with capture_logs() as cl:
             self.make_args()
         self.assertFalse(hasattr(accelerator.state, "distributed_type"))
@@ -673,12 +682,11 @@ class TrainingArgumentsAcceleratorStateTest(TestCasePlus):
         Accelerator(cpu=True)
         args = self.make_args(bf16=True, max_steps=2)
         args._n_gpu = 1
-        Trainer(RegressionPreTrainedModel(RegressionModelConfig()), args, train_dataset=RegressionDataset())
+        self.trainer_on(args)
         self.assertEqual(args.n_gpu, 1)
 
     def test_trainer_compares_a_cpu_a_subclass_asks_for(self):
-        if not hasattr(Trainer, "_build_accelerator_args"):
-            self.skipTest("this `Trainer` builds its `Accelerator`'s arguments inline")
+        self.skip_unless_the_trainer_builds_its_accelerator_args()
 
         class CPUTrainer(Trainer):
             def _build_accelerator_args(self, **kwargs):
