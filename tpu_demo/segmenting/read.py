@@ -49,13 +49,12 @@ def wav_truncation(path: Path) -> str | None:
     return None
 
 
-# files users keep beside their recordings that this command does not read, and what to do instead
-_CONVERT = 'audio soundfile cannot read: convert it (`ffmpeg -i "{0}{1}" "{0}.flac"`)'
+# files users keep beside their recordings that this command does not read, and what to do instead ({0}: the file's
+# name without its suffix, {1}: its suffix)
+CONVERT = 'audio soundfile cannot read: convert it (`ffmpeg -i "{0}{1}" "{0}.flac"`)'
 NOT_READ = {
-    **{
-        suffix: _CONVERT.replace("{1}", suffix) for suffix in (".m4a", ".aac", ".mp4", ".m4b", ".mov", ".mkv", ".webm")
-    },
-    **{suffix: "subtitles, not read: give the recording's text as {0}.txt" for suffix in (".srt", ".vtt")},
+    **dict.fromkeys((".m4a", ".aac", ".mp4", ".m4b", ".mov", ".mkv", ".webm"), CONVERT),
+    **dict.fromkeys((".srt", ".vtt"), "subtitles, not read: give the recording's text as {0}.txt"),
 }
 
 
@@ -69,7 +68,8 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
         raise FineTuneError(f"recordings {folder}: no such folder")
     found, names, unreadable = [], {}, {}
     skip = {str(Path(name)) for name in skip or ()}
-    for path in sorted(p for p in folder.rglob("*") if p.suffix.lower() in AUDIO_SUFFIXES and p.is_file()):
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    for path in (p for p in files if p.suffix.lower() in AUDIO_SUFFIXES):
         relative = path.relative_to(folder)
         if str(relative) in skip:
             continue
@@ -92,9 +92,9 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
             raise FineTuneError(f"recordings: {text_file.relative_to(folder)} is not UTF-8 text") from None
         speaker = relative.parts[0] if len(relative.parts) > 1 else None
         found.append(Recording(path, name, speaker, text or None))
-    for path in sorted(p for p in folder.rglob("*") if p.suffix.lower() in NOT_READ and p.is_file()):
-        if str(path.relative_to(folder)) not in skip:  # never left out without a word
-            unreadable[str(path.relative_to(folder))] = NOT_READ[path.suffix.lower()].format(path.stem)
+    for path in (p for p in files if p.suffix.lower() in NOT_READ):
+        if (relative := str(path.relative_to(folder))) not in skip:  # never left out without a word
+            unreadable[relative] = NOT_READ[path.suffix.lower()].format(path.stem, path.suffix)
     if missed := sorted(name for name in skip if not (folder / name).is_file()):
         example = next(iter(names.values()), "speaker/take.wav")
         raise FineTuneError(
