@@ -77,6 +77,14 @@ def espeak() -> str:
     return found
 
 
+def flite() -> str:
+    """Debian's flite (voices made from recordings of real people: kal, awb, rms, slt); NoEspeak where absent."""
+    found = shutil.which("flite")
+    if not found:
+        raise NoEspeak("flite voices need Debian's flite: apt install flite")
+    return found
+
+
 @lru_cache(maxsize=512)
 def _spoken(text: str, voice: str, rate: int, words_per_minute: int) -> np.ndarray:
     """`speak`'s samples, made once per sentence, voice and rate."""
@@ -85,6 +93,8 @@ def _spoken(text: str, voice: str, rate: int, words_per_minute: int) -> np.ndarr
 
     with tempfile.TemporaryDirectory() as tmp:
         command = [espeak(), "-v", voice, "-s", str(words_per_minute), "-w", f"{tmp}/s.wav", text]
+        if voice.startswith("flite:"):  # flite's own pace
+            command = [flite(), "-voice", voice.removeprefix("flite:"), "-t", text, "-o", f"{tmp}/s.wav"]
         subprocess.run(command, check=True, capture_output=True)
         audio, source_rate = soundfile.read(f"{tmp}/s.wav", dtype="float32")
     audio = soxr.resample(audio, source_rate, rate) if source_rate != rate else audio
@@ -95,8 +105,8 @@ def _spoken(text: str, voice: str, rate: int, words_per_minute: int) -> np.ndarr
 
 
 def speak(text: str, voice: str, rate: int, words_per_minute: int = 175) -> np.ndarray:
-    """One sentence said by an espeak-ng voice (at espeak-ng's usual pace, or another), at `rate`, float32, trimmed
-    to where its sound is."""
+    """One sentence said by an espeak-ng voice (at espeak-ng's usual pace, or another) or a flite one ("flite:kal"),
+    at `rate`, float32, trimmed to where its sound is."""
     return _spoken(text, voice, rate, words_per_minute).copy()
 
 

@@ -5,6 +5,7 @@ written, speaker turns `[S1]`/`[S2]` included.
 
 import difflib
 import hashlib
+import math
 import re
 from collections import Counter
 
@@ -28,13 +29,17 @@ from tpu_demo.segmenting.transcribe import pcm16
 UNIT_END = re.compile(r"[.!?;:,][\"')\]]*$")  # a written word that ends a unit of text (text_units)
 SEARCH_SKIP, SEARCH_UNITS, SEARCH_TRIES = 2, 4, 6  # align_text's search for each piece's part of the text
 SOUND_CHARACTERS = 15  # a non-verbal sound (a laugh) lasts about as long as this many characters said
-RESYNC_TRIES = 60  # parts tried anywhere in the text for a piece the search near the last aligned one missed
+RESYNC_UNITS, RESYNC_TRIES = 40, 8  # a piece the search near the last taken part missed: parts this far on
+# a right text's fit (Aligner: thousandths of a log-likelihood a frame) is at most FIT_BAND under the recording's
+# median, and FIT_MARGIN over a part of other units of the text
+FIT_BAND, FIT_MARGIN = 0.8, 0.25
+MIN_FITS = 5  # taken parts before their median judges the next (all are judged by the recording's at the end)
 RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way: a short one ("Yes.") fits anywhere
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a5"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a7"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -165,25 +170,29 @@ def unit_texts(units) -> list[str]:
 
 def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
     """Each piece's part of its recording's own text, found by aligning candidate parts to its audio (`align_piece
-    (piece, text)`: Aligner's result). Near where the previous aligned piece's part ended: parts of 1 to SEARCH_UNITS
-    units, skipping up to SEARCH_SKIP units (text said in no piece) plus those the pieces that did not align since
-    would have said at the pace so far (before any, the recording's: its speech over its text), the likeliest first
-    (its characters against the piece's length; a skip of none, or of the units those pieces said), at most
-    SEARCH_TRIES. Where none aligns, the text re-synchronises: parts of about the piece's length anywhere in the text
-    not yet given to a piece (a reordered or skipped block), the nearest first, at most RESYNC_TRIES. The first part
-    that aligns without a problem is the piece's; a piece none aligns to is dropped as `uncertain alignment` rather
-    than kept with guessed text, and costs only itself. Each piece carries its alignment's confidence."""
+    (piece, text)`: Aligner's result), in the text's order: a part starts where the previous aligned piece's ended,
+    or after up to SEARCH_SKIP units (text said in no piece) plus those the pieces that did not align since would
+    have said at the pace so far (before any, the recording's: its speech over its text); parts of 1 to SEARCH_UNITS
+    units, the likeliest first (its characters against the piece's length; a skip of none, or of the units those
+    pieces said), at most SEARCH_TRIES. Where none is taken, parts of about the piece's length up to RESYNC_UNITS
+    units further on (a skipped block), the nearest first, at most RESYNC_TRIES. Never a part before the last one
+    taken: a piece whose text cannot be established is dropped as `uncertain alignment`, not given another's.
+
+    A part is taken (`judged`) only if it aligns without a problem, fits the audio as well as the recording's other
+    pieces' texts fit theirs (its `fit`, the alignment's log-likelihood a frame over a free phone loop's, within
+    FIT_BAND of their median) and fits clearly better than a part of other units (FIT_MARGIN): a sentence of about the
+    same length and words aligns too, and fits worse. Each piece carries its alignment's confidence (`confidence`)."""
     units = text_units(recording.text)
-    texts, at, paces, used = unit_texts(units), 0, [], [False] * len(units)
+    texts, at, paces = unit_texts(units), 0, []
     characters = [spoken_characters(unit) for unit in texts]
     speech, written = sum(piece.end - piece.start for piece in pieces), sum(characters)
     first_pace = speech / written if speech and written else SECONDS_PER_CHARACTER
-    lost = 0.0  # seconds of the pieces since the last that aligned
+    lost, fits, taken = 0.0, [], {}  # seconds of the pieces since the last taken; the taken parts' fits
     for piece in pieces:
         seconds, pace = piece.end - piece.start, float(np.median(paces)) if paces else first_pace
         expected, missed = seconds / pace, units_within(characters, at, lost / pace)
         candidates = [(at + skip, length) for skip in range(SEARCH_SKIP + missed + 1)
-                      for length in range(1, SEARCH_UNITS + 1)]  # fmt: skip
+                      for length in range(1, SEARCH_UNITS + 1) if at + skip + length <= len(units)]  # fmt: skip
 
         def likely(candidate, expected=expected, at=at, missed=missed):
             start, length = candidate
@@ -195,32 +204,97 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
                 + (0.5 * changes)
             )
 
-        tries = sorted((c for c in candidates if free(used, *c)), key=likely)[:SEARCH_TRIES]
-        found, first_failure = first_aligned(piece, tries, texts, align_piece)
-        if found is None:  # re-synchronise: about the piece's length, anywhere in the text not yet given
-            near = [(start, length) for start in range(len(units)) for length in range(1, SEARCH_UNITS + 1)
-                    if (start, length) not in tries and free(used, start, length)
-                    and abs(sum(characters[start : start + length]) - expected) <= 0.35 * expected
-                    and sum(characters[start : start + length]) >= RESYNC_CHARACTERS]  # fmt: skip
-            near.sort(key=lambda candidate: (abs(candidate[0] - at), likely(candidate)))
-            found, _ = first_aligned(piece, near[:RESYNC_TRIES], texts, align_piece)
-        if found is not None:
-            (start, length), part, result = found
-            piece.text, piece.alignment = part, result["confidence"]
-            paces.append(seconds / max(spoken_characters(part), 1))
-            used[start : start + length] = [True] * length
+        tries = sorted(candidates, key=likely)[:SEARCH_TRIES]
+        typical = float(np.median(fits)) if len(fits) >= MIN_FITS else None
+        found = best_part(piece, tries, texts, align_piece, typical)
+        if found["part"] is None:  # forward only: about the piece's length, a block the reader skipped
+            further = [(start, length) for start in range(at + 1, min(at + RESYNC_UNITS, len(units)))
+                       for length in range(1, SEARCH_UNITS + 1)
+                       if (start, length) not in tries and start + length <= len(units)
+                       and abs(sum(characters[start : start + length]) - expected) <= 0.35 * expected
+                       and sum(characters[start : start + length]) >= RESYNC_CHARACTERS]  # fmt: skip
+            further.sort(key=lambda candidate: (candidate[0], likely(candidate)))
+            resynced = best_part(piece, further[:RESYNC_TRIES], texts, align_piece, typical) if further else found
+            found = resynced if resynced["part"] is not None else found  # else why its likeliest part failed
+        if found["part"] is not None:
+            (start, length), result = found["part"]
+            piece.text = joined_text(texts[start : start + length])
+            taken[id(piece)] = (result, found["margin"])
+            fits.append(result["fit"])
+            paces.append(seconds / max(spoken_characters(piece.text), 1))
             at, lost = start + length, 0.0
             continue
         lost += seconds
-        piece.alignment = first_failure["confidence"] if first_failure else None
+        failure = found["failure"]
+        piece.alignment = failure["confidence"] if failure else None
         if not piece.dropped:
             piece.dropped = "uncertain alignment"
-            piece.detail = (
-                f"no part of its recording's text aligns: {first_failure['problem']} (alignment confidence "
-                f"{first_failure['confidence']:.2f})"
-                if first_failure
-                else "none of its recording's text is left to align"
-            )
+            piece.detail = failure_detail(failure, found["why"])
+    typical = float(np.median(fits)) if fits else 0.0  # the recording's own: its first pieces judged by it too
+    for piece in pieces:
+        if id(piece) in taken:
+            result, margin = taken[id(piece)]
+            piece.alignment = confidence(result, typical, margin)
+            if piece.alignment < 0.5 and not piece.dropped:
+                piece.dropped = "uncertain alignment"
+                piece.detail = failure_detail(result, fit_problem(result["fit"], typical, margin))
+
+
+def confidence(result: dict, typical: float, margin: float | None) -> float:
+    """A taken part's confidence, 0-1: the least of the alignment's own (speech its text lacks, words squeezed), its
+    fit against the recording's typical (0.5 at FIT_BAND under it) and its margin over a part of other units (0.5 at
+    FIT_MARGIN); under 0.5, the part is not taken."""
+    by_fit = 1 / (1 + np.exp(-4 * (FIT_BAND - (typical - result["fit"])) / FIT_BAND))
+    by_margin = 1.0 if margin is None else 1 / (1 + np.exp(-4 * (margin - FIT_MARGIN) / FIT_MARGIN))
+    return round(float(min(result["confidence"], by_fit, by_margin)), 3)
+
+
+def fit_problem(fit: float, typical: float | None, margin: float | None) -> str | None:
+    """Why a part that aligns is not taken: it fits worse than the recording's other texts, or no better than a part
+    of other units."""
+    if typical is not None and fit < typical - FIT_BAND:
+        return f"its text fits the audio worse than the recording's others ({fit:.2f} against {typical:.2f} a frame)"
+    if margin is not None and margin < FIT_MARGIN:
+        return f"another part of the text fits it almost as well ({margin:.2f} a frame apart)"
+    return None
+
+
+def failure_detail(result: dict | None, why: str | None) -> str:
+    if result is None:
+        return "none of its recording's text is left to align"
+    problem = why or result["problem"]
+    return f"no part of its recording's text aligns: {problem} (alignment confidence {result['confidence']:.2f})"
+
+
+def best_part(piece, candidates, texts, align_piece, typical: float | None) -> dict:
+    """The candidate (start, length) whose part fits the piece best, if it is taken (see align_text): tried in
+    order until one aligns without a problem, and then one of other units, to compare (at most all of them).
+    `part`: (candidate, result) or None; `margin`: its fit over the best of other units (None: none aligned);
+    `failure`: the first failed result; `why`: why an aligned part was not taken."""
+    results, chosen = {}, None
+    for candidate in candidates:
+        if chosen is not None and overlaps(candidate, chosen):
+            continue
+        results[candidate] = align_piece(piece, joined_text(texts[candidate[0] : sum(candidate)]))
+        if chosen is not None:
+            break  # the one of other units to compare with
+        if not results[candidate]["problem"]:
+            chosen = candidate
+    clean = [c for c, result in results.items() if not result["problem"]]
+    failure = next((result for result in results.values() if result["problem"]), None)
+    if not clean:
+        return {"part": None, "margin": None, "failure": failure, "why": None}
+    best = max(clean, key=lambda c: results[c]["fit"])
+    others = [results[c]["fit"] for c in results if not overlaps(c, best) and results[c].get("fit") is not None]
+    margin = results[best]["fit"] - max(others) if others else None
+    why = fit_problem(results[best]["fit"], typical, margin)
+    if why:
+        return {"part": None, "margin": margin, "failure": results[best], "why": why}
+    return {"part": (best, results[best]), "margin": margin, "failure": failure, "why": None}
+
+
+def overlaps(one: tuple[int, int], other: tuple[int, int]) -> bool:
+    return one[0] < sum(other) and other[0] < sum(one)
 
 
 def units_within(characters: list[int], at: int, said: float) -> int:
@@ -230,23 +304,6 @@ def units_within(characters: list[int], at: int, said: float) -> int:
         total += characters[at + count]
         count += 1
     return count
-
-
-def free(used: list[bool], start: int, length: int) -> bool:
-    return start + length <= len(used) and not any(used[start : start + length])
-
-
-def first_aligned(piece, candidates, texts, align_piece):
-    """The first of `candidates` (start, length) whose part aligns to the piece: (candidate, part, result), or None;
-    and the first failure's result."""
-    first_failure = None
-    for start, length in candidates:
-        part = joined_text(texts[start : start + length])
-        result = align_piece(piece, part)
-        if not result["problem"]:
-            return ((start, length), part, result), first_failure
-        first_failure = first_failure or result
-    return None, first_failure
 
 
 def joined_text(parts: list[str]) -> str:
@@ -301,6 +358,12 @@ def longest_run(flags: np.ndarray, gap: int) -> int:
     return longest
 
 
+def log_likelihood(segments) -> float:
+    """The acoustic log-likelihood of a decoding: its segments' scores (pocketsphinx gives each as a probability;
+    one under 1e-300, a long stretch that fits nothing, counts as that)."""
+    return sum(math.log(max(segment.ascore, 1e-300)) for segment in segments)
+
+
 class Aligner:
     """pocketsphinx's forced alignment of a piece's text to its audio: where each word is said, and whether the
     text is all that is said. Uncertain (a `problem`): the text cannot be aligned at all (a word not said, another
@@ -323,7 +386,7 @@ class Aligner:
     def __init__(self, max_silence: float):
         from pocketsphinx import Decoder
 
-        self.decoder, self.max_silence, self.decoders = Decoder, max_silence, {}
+        self.decoder, self.max_silence, self.decoders, self.loops = Decoder, max_silence, {}, {}
 
     def decoder_at(self, frame: float):
         """One decoder a frame length, made once (alignment needs no language model), its features reset for each
@@ -333,6 +396,27 @@ class Aligner:
             self.decoders[frame] = self.decoder(loglevel="FATAL", lm=None, frate=round(1 / frame), bestpath=False)
         self.decoders[frame].reinit_feat()
         return self.decoders[frame]
+
+    def free_loop(self, pcm: bytes, frame: float) -> float:
+        """The acoustic log-likelihood of the audio under a free phone loop (pocketsphinx's English phones and their
+        bigrams): the right text's alignment scores about as much, another text's less. Kept for the piece whose
+        parts are tried in turn."""
+        digest = (frame, hashlib.sha256(pcm).hexdigest())
+        if digest not in self.loops:
+            from pocketsphinx import get_model_path
+
+            if ("loop", frame) not in self.decoders:
+                phones = f"{get_model_path()}/en-us-phone.lm.bin"
+                self.decoders["loop", frame] = self.decoder(loglevel="FATAL", lm=None, allphone=phones,
+                                                            frate=round(1 / frame))  # fmt: skip
+            loop = self.decoders["loop", frame]
+            loop.reinit_feat()
+            loop.start_utt()
+            loop.process_raw(pcm, full_utt=True)
+            loop.end_utt()
+            self.loops = {key: value for key, value in self.loops.items() if key[1] == digest[1]}
+            self.loops[digest] = log_likelihood(loop.seg() or [])
+        return self.loops[digest]
 
     def __call__(self, audio: np.ndarray, rate: int, text: str) -> dict:
         """`text` as written: its spoken words (spoken.spoken) are aligned, a word the dictionary lacks with the
@@ -350,10 +434,11 @@ class Aligner:
             frame, decoder = self.FRAME / 2, self.decoder_at(self.FRAME / 2)
             for word in dict.fromkeys(words):
                 known(decoder, word, given.get(word))
+        pcm = pcm16(audio16k).tobytes()
         try:
             decoder.set_align_text(" ".join(words))
             decoder.start_utt()
-            decoder.process_raw(pcm16(audio16k).tobytes(), full_utt=True)
+            decoder.process_raw(pcm, full_utt=True)
             decoder.end_utt()
         except Exception as error:
             self.decoders.pop(frame)  # one left mid-utterance would refuse every later piece
@@ -399,4 +484,6 @@ class Aligner:
                     unexplained += sounding - self.STRETCH * count
                     problems.append(f"speech the text lacks ('{word}' stretched over {sounding:.2f} s)")
         confidence = round(max(0.0, 1.0 - float(unexplained) / seconds), 3)
-        return {"confidence": confidence, "problem": "; ".join(problems) or None}
+        frames = max(len(audio16k) / (frame * RATE), 1.0)
+        fit = 1000 * (log_likelihood(segments) - self.free_loop(pcm, frame)) / frames
+        return {"confidence": confidence, "problem": "; ".join(problems) or None, "fit": round(fit, 3)}
