@@ -149,6 +149,33 @@ def write_one_channel_stereo(folder, seed: int = 0) -> dict:
     return _truth("channels/left-speech", "channels/left-speech.wav", "speech in one channel", samples, RATE, found)
 
 
+COLOURS = ("red", "blue", "green", "yellow", "black", "white", "grey", "brown")
+THINGS = ("widget", "bolt", "lamp", "cable", "hinge", "valve", "panel", "spring")
+
+
+def like_sentences(count: int, seed: int = 0) -> list[str]:
+    """A list-like script: sentences of one form, a number and a few words apart ("Item 42 is a red lamp with a
+    blue cap.")."""
+    rng = np.random.default_rng(seed)
+    pick = rng.choice
+    return [
+        f"Item {rng.integers(2, 100)} is a {pick(COLOURS)} {pick(THINGS)} with a {pick(COLOURS)} cap."
+        for _ in range(count)
+    ]
+
+
+def write_read_by(folder, name: str, voice: str, pairs, seed: int = 0) -> dict:
+    """`pairs` (as written, as said: None where said as written) read by one `voice` (espeak-ng's, or "flite:slt")
+    into NAME.wav, the written forms its script: all good speech."""
+    folder = Path(folder)
+    samples, found = talk([said or written for written, said in pairs], voice, RATE, seed + 600)
+    for sentence, (written, _) in zip(found, pairs, strict=True):
+        sentence.text = written
+    _save(folder / f"{name}.wav", samples, RATE)
+    (folder / f"{name}.txt").write_text(" ".join(written for written, _ in pairs) + "\n", encoding="utf-8")
+    return _truth(name, f"{name}.wav", f"read by {voice}", samples, RATE, found)
+
+
 def tag_errors(truth: dict, report: dict) -> dict[str, int]:
     """Per dialogue recording, its kept clips whose speaker tags are not its turns: the clip's tags in order (a tag
     again for the same voice not counted) must be the voices of the sentences said in it, its recording's first

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from tests import planted_faults
+from tests import planted_faults, planted_speech
 from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, segmented, settings
 from tests.testing_utils import require_dia
 
@@ -266,3 +266,65 @@ def test_the_summary_says_which_texts_were_aligned_and_which_are_unchecked_trans
         "1 kept clips (3.5 s) carry the recogniser's transcript, unchecked (no NAME.txt beside their recordings): "
         "proofread them in metadata.csv, or give the recordings their text, which is aligned"
     ) in lines
+
+
+def fitting(by_piece: list[dict[str, float]]):
+    """A stand-in aligner for pieces 3 s apart: the parts in the piece's dict align to it (with that fit), any
+    other does not."""
+    from tpu_demo.evaluation.intelligibility import normalise
+
+    def align_piece(piece, text):
+        fit = {normalise(part): fit for part, fit in by_piece[round(piece.start / 3.0)].items()}.get(normalise(text))
+        return {"confidence": 1.0, "problem": None if fit is not None else "the text does not align", "fit": fit}
+
+    return align_piece
+
+
+def test_a_part_that_fits_worse_than_the_recordings_other_texts_is_not_taken():
+    # forced alignment accepts any text of about the right length: a piece whose own sentence is missing from the
+    # script aligned to the next one (at confidence 1.00), and every piece after it took the wrong sentence
+    from tpu_demo.segmenting.align import FIT_BAND, align_text
+
+    script = [f"Sentence {name} is said here." for name in "ABCDEFG"]
+    found = pieces(*[(3.0 * number, 3.0 * number + 2.5) for number in range(7)])
+    fits = [{text: -0.3} for text in script]
+    fits[3] = {script[3]: -0.3 - FIT_BAND - 0.4}  # D's piece said something else, of D's length
+    align_text(found, recording("[S1] " + " ".join(script)), fitting(fits))
+    assert [piece.dropped for piece in found] == [None] * 3 + ["uncertain alignment"] + [None] * 3
+    assert "fits the audio worse than the recording's others (-1.50 against -0.30 a frame)" in found[3].detail
+    assert [piece.text for piece in found if not piece.dropped] == [
+        f"[S1] {text}" for text in script if "D" not in text
+    ]
+    assert 0.5 <= min(piece.alignment for piece in found if not piece.dropped) and found[3].alignment < 0.5
+
+
+def test_a_part_that_another_part_fits_almost_as_well_is_not_taken():
+    # two sentences of one form a word apart: the first that aligned was taken, right or not
+    from tpu_demo.segmenting.align import FIT_MARGIN, align_text
+
+    script = ["Item 42 is a red lamp.", "Item 42 is a red lamp.", "Item 7 is a blue valve."]
+    found = pieces((0.0, 2.0), (3.0, 5.0))
+    fits = [{script[0]: -0.2}, {script[0]: -0.2, script[2]: -0.2 - FIT_MARGIN / 2}]  # item 42, or item 7?
+    align_text(found, recording("[S1] " + " ".join(script)), fitting(fits))
+    assert found[0].dropped is None and found[0].text == "[S1] Item 42 is a red lamp."
+    assert found[1].dropped == "uncertain alignment", found[1].text
+    assert "another part of the text fits it almost as well" in found[1].detail
+
+
+@pytest.mark.parametrize("voice", ["en-us", "en-gb-x-gbcwmd", "en-sc", "flite:slt"])
+def test_the_sentence_said_fits_better_than_a_like_one_that_aligns(voice):
+    # a like sentence aligned to a piece at confidence 1.00, as well as the one said
+    from tpu_demo.segmenting.align import FIT_MARGIN, Aligner
+
+    try:
+        said = planted_speech.like_sentences(8, seed=3)
+        clips = [np.concatenate([np.zeros(4000, np.float32), planted_faults.speak(text, voice, 16000),
+                                 np.zeros(4000, np.float32)]) for text in said]  # fmt: skip
+    except planted_faults.NoEspeak as error:
+        pytest.skip(str(error))
+    align = Aligner(0.4)
+    for audio, text in zip(clips, said, strict=True):
+        right = align(audio, 16000, text)
+        others = [align(audio, 16000, other) for other in said if other != text]
+        best = max((found["fit"] for found in others if found.get("fit") is not None), default=None)
+        assert best is None or right["fit"] - best >= FIT_MARGIN, (text, right, best)

@@ -1,6 +1,8 @@
 """Transcripts as people write them (tpu_demo.segmenting.spoken, align): numbers, money, dates, ordinals, times,
 titles, acronyms, units and names are aligned as they are said and kept as written; a piece that does not align
-costs only itself, and the text re-synchronises after it."""
+costs only itself, and the text is aligned in its order after it."""
+
+import shutil
 
 import pytest
 
@@ -140,3 +142,20 @@ def test_a_script_with_numbers_and_names_keeps_its_speech_with_the_words_said(tm
         assert row["wrong_text"] == 0 and row["cuts_inside"] == 0, (name, row)
     kept = [clip for clip in report["clips"] if clip["recording"] == "forms/script" and not clip["dropped"]]
     assert any("$42.50 on March 3rd, 2021." in clip["text"] for clip in kept)  # kept as written
+
+
+@pytest.mark.xdist_group("segment")
+def test_written_forms_read_by_a_voice_made_from_a_real_persons_recordings_keep_no_other_sentences_text(tmp_path):
+    # flite's slt voice (Debian's flite, from a woman's recordings) reading the script: a piece took the next
+    # sentence's text at alignment confidence 1.00
+    if not shutil.which("flite"):
+        pytest.skip("flite's voices come from Debian's flite: apt install flite")
+
+    def write(folder):
+        return planted_speech.write_read_by(folder, "slt/forms", "flite:slt", planted_speech.WRITTEN)
+
+    _, report, scores = segment_planted(write, tmp_path)
+    row = scores["slt/forms"]
+    kept = [(clip["text"], clip["alignment"]) for clip in report["clips"] if not clip["dropped"]]
+    assert row["wrong_text"] == 0, kept
+    assert row["good_kept"] >= 0.8 * row["good_seconds"], row

@@ -285,7 +285,9 @@ def best_part(piece, candidates, texts, align_piece, typical: float | None) -> d
     if not clean:
         return {"part": None, "margin": None, "failure": failure, "why": None}
     best = max(clean, key=lambda c: results[c]["fit"])
-    others = [results[c]["fit"] for c in results if not overlaps(c, best) and results[c].get("fit") is not None]
+    said = {c: spoken_text(joined_text(texts[c[0] : sum(c)])) for c in results}  # the same words: no other text
+    others = [results[c]["fit"] for c in results
+              if not overlaps(c, best) and said[c] != said[best] and results[c].get("fit") is not None]  # fmt: skip
     margin = results[best]["fit"] - max(others) if others else None
     why = fit_problem(results[best]["fit"], typical, margin)
     if why:
