@@ -275,6 +275,14 @@ class RecordingsArguments:
             "more than this character error rate are dropped"
         },
     )
+    train_on_unchecked_text: bool = field(
+        default=False,
+        metadata={
+            "help": "clips of recordings without their text carry the recogniser's transcript, unchecked: by default "
+            "they go to review.csv beside metadata.csv, to proofread (correct a text, or write yes in its `checked` "
+            "column, and run again: it joins metadata.csv); true: they go to metadata.csv as they are"
+        },
+    )
 
     def __post_init__(self):
         for name in ("min_clip_seconds", "min_pause_seconds", "max_clipped_share", "max_asr_cer"):

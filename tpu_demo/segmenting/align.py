@@ -32,7 +32,7 @@ SOUND_CHARACTERS = 15  # a non-verbal sound (a laugh) lasts about as long as thi
 RESYNC_UNITS, RESYNC_TRIES = 40, 8  # a piece the search near the last taken part missed: parts this far on
 # a right text's fit (Aligner: thousandths of a log-likelihood a frame) is at most FIT_BAND under the recording's
 # median, and FIT_MARGIN over a part of other units of the text
-FIT_BAND, FIT_MARGIN = 0.8, 0.25
+FIT_BAND, FIT_MARGIN = 1.2, 0.25
 MIN_FITS = 5  # taken parts before their median judges the next (all are judged by the recording's at the end)
 RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way: a short one ("Yes.") fits anywhere
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
@@ -280,14 +280,19 @@ def best_part(piece, candidates, texts, align_piece, typical: float | None) -> d
             break  # the one of other units to compare with
         if not results[candidate]["problem"]:
             chosen = candidate
+    said = {c: spoken_text(joined_text(texts[c[0] : sum(c)])) for c in results}
+    # a part of sounds only (a laugh) aligns as pocketsphinx's filler, which fits any speech: taken where its
+    # length makes it the likeliest, never compared by fit
+    worded = {c for c in results if set(said[c].split()) != {SOUND}}
     clean = [c for c, result in results.items() if not result["problem"]]
     failure = next((result for result in results.values() if result["problem"]), None)
     if not clean:
         return {"part": None, "margin": None, "failure": failure, "why": None}
-    best = max(clean, key=lambda c: results[c]["fit"])
-    said = {c: spoken_text(joined_text(texts[c[0] : sum(c)])) for c in results}  # the same words: no other text
-    others = [results[c]["fit"] for c in results
-              if not overlaps(c, best) and said[c] != said[best] and results[c].get("fit") is not None]  # fmt: skip
+    best = (
+        clean[0] if clean[0] not in worded else max((c for c in clean if c in worded), key=lambda c: results[c]["fit"])
+    )
+    others = [results[c]["fit"] for c in results if c in worded and best in worded and not overlaps(c, best)
+              and said[c] != said[best] and results[c].get("fit") is not None]  # fmt: skip
     margin = results[best]["fit"] - max(others) if others else None
     why = fit_problem(results[best]["fit"], typical, margin)
     if why:

@@ -30,6 +30,7 @@ class Clip:
     detail: str = ""  # the figures behind `dropped`
     dnsmos: dict = field(default_factory=dict)
     corrected: bool = False  # its text is the user's (corrections.csv)
+    review: bool = False  # kept, its text a recogniser's, unchecked: in review.csv, not metadata.csv
 
     @property
     def seconds(self) -> float:

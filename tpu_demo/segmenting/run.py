@@ -29,11 +29,13 @@ from tpu_demo.segmenting.write import (
     CORRECTIONS,
     REPORT,
     apply_corrections,
+    for_review,
     metadata_table,
     read_corrections,
     summarise,
     text_digest,
     write_clips,
+    write_review,
 )
 
 TRANSCRIBED_COST = 5.0  # a recording's work if the recogniser hears it, over its work if its text is aligned
@@ -229,9 +231,11 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
         write_corrections_table(out / CORRECTIONS, corrections)
     applied = apply_corrections(clips, corrections)
     kept = [clip for clip in clips if not clip.dropped]
+    review = for_review(kept, settings)
     with timed("write"):
-        write_clips(kept, recordings, out, settings.target_lufs)
-    table = metadata_table(kept, settings.segment_language)
+        write_clips(kept, recordings, out, settings.target_lufs)  # those to review too: to listen to
+    write_review(review, out, settings.segment_language)
+    table = metadata_table([clip for clip in kept if not clip.review], settings.segment_language)
     summary = summarise(clips, len(recordings))
     summary["voices"] = voices
     summary["channels"] = {

@@ -17,6 +17,7 @@ from tpu_demo.segmenting.read import recordings_digest
 
 REPORT = "segment_report.json"  # in the dataset folder: every clip, kept or dropped, and what it was cut with
 CORRECTIONS = "corrections.csv"  # the user's edits of metadata.csv texts, kept across reruns
+REVIEW = "review.csv"  # kept clips whose text is a recogniser's, unchecked: to proofread, not trained on
 PARTS = ".segmenting"  # one folder per recording: its stages' results, what makes a run resumable
 DIA_TOKENS_PER_SECOND = 512 / 20  # Dia-1.6B's max_text_tokens over the seconds its max_audio_frames hold
 SPOKEN_TOKENS_PER_SECOND = 16  # UTF-8 bytes a second of brisk English speech (about 190 words a minute)

@@ -11,11 +11,21 @@ from pathlib import Path
 
 import numpy as np
 
-from tpu_demo.data.metadata import decode, read_corrections_table, read_edits
+from tpu_demo.data.metadata import (
+    clip_path,
+    decode,
+    lost_characters,
+    read_corrections_table,
+    read_edits,
+    read_table,
+    same_text,
+)
 from tpu_demo.errors import FineTuneError
 from tpu_demo.segmenting.join import Clip
 from tpu_demo.segmenting.read import heard, levelled, without_dc
-from tpu_demo.segmenting.settings import CORRECTIONS, PARTS, REPORT
+from tpu_demo.segmenting.settings import CORRECTIONS, PARTS, REPORT, REVIEW
+
+CHECKED = ("yes", "y", "x", "true", "1", "ok")  # a review.csv row the user proofread, its text as it is
 
 
 def text_digest(text: str) -> str:
@@ -30,6 +40,7 @@ def read_corrections(out: Path, allow_removals: bool = False) -> tuple[dict[tupl
     path, corrections = out / CORRECTIONS, {}
     if path.is_file():
         corrections = read_corrections_table(path)
+    corrections |= read_review(out)
     metadata = out / "metadata.csv"
     if not metadata.is_file():
         return corrections, None
@@ -44,7 +55,8 @@ def read_corrections(out: Path, allow_removals: bool = False) -> tuple[dict[tupl
     if text_digest(table) in (previous.get("metadata_sha256"), previous.get("replaces_sha256")):
         return corrections, table
     clips = previous.get("clips", [])
-    written = {clip["audio"]: clip for clip in clips if clip.get("audio") and not clip.get("dropped")}
+    written = {clip["audio"]: clip for clip in clips if clip.get("audio") and not clip.get("dropped")
+               and not clip.get("review")}  # fmt: skip
     edits = read_edits(metadata, {audio: clip["text"] for audio, clip in written.items()}, allow_removals)
     for audio, clip in written.items():
         key = (clip["recording"], clip["start"], clip["end"])
@@ -53,6 +65,58 @@ def read_corrections(out: Path, allow_removals: bool = False) -> tuple[dict[tupl
         elif audio in edits.texts:
             corrections[key] = edits.texts[audio]
     return corrections, table
+
+
+def read_review(out: Path) -> dict[tuple, str]:
+    """The texts the user proofread in review.csv, by clip (recording, start, end): a row whose text was edited, or
+    whose `checked` column says yes. A row of no clip the last run listed there, or whose text lost characters to a
+    code page, is refused; a deleted row leaves its clip to review."""
+    path = out / REVIEW
+    if not path.is_file() or not (out / REPORT).is_file():
+        return {}
+    listed = {clip["audio"]: clip for clip in json.loads((out / REPORT).read_text()).get("clips", [])
+              if clip.get("review") and clip.get("audio")}  # fmt: skip
+    checked = {}
+    for line, row in read_table(path, ("audio", "text")).rows:
+        audio, text = clip_path(row.get("audio") or ""), " ".join((row.get("text") or "").split())
+        if audio not in listed:
+            raise FineTuneError(
+                f"{path} line {line}: `{audio}` is no clip the last run listed for review; nothing was changed"
+            )
+        written = listed[audio]["text"]
+        edited = same_text(text) != same_text(written)
+        if edited and lost_characters(same_text(text), same_text(written)):
+            raise FineTuneError(
+                f"{path} line {line}: its text lost characters to `?` ({written!r} was written): saved in a code page "
+                "that cannot hold them; save it as CSV UTF-8 (nothing was changed)"
+            )
+        if text and (edited or (row.get("checked") or "").strip().lower() in CHECKED):
+            checked[(listed[audio]["recording"], listed[audio]["start"], listed[audio]["end"])] = text
+    return checked
+
+
+def for_review(kept: list[Clip], settings) -> list[Clip]:
+    """The kept clips whose text is a recogniser's, unchecked (none aligned it, nor did the user correct it): to
+    review.csv, not metadata.csv, unless `train_on_unchecked_text`."""
+    if settings.train_on_unchecked_text:
+        return []
+    review = [clip for clip in kept if clip.alignment is None and not clip.corrected]
+    for clip in review:
+        clip.review = True
+    return review
+
+
+def write_review(review: list[Clip], out: Path, language) -> None:
+    """review.csv: metadata.csv's columns and `checked`; none left to review, none (its edits were read first)."""
+    path = out / REVIEW
+    if not review:
+        path.unlink(missing_ok=True)
+        return
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["audio", "text", "speaker", "language", "checked"])
+    writer.writerows([clip.audio, clip.text, clip.speaker or "", language or "", ""] for clip in review)
+    path.write_text(table.getvalue(), encoding="utf-8")
 
 
 def apply_corrections(clips, corrections: dict[tuple, str | None]) -> int:
@@ -122,6 +186,19 @@ def report_lines(summary: dict, out: Path) -> list[str]:
             "unchecked (no NAME.txt beside their recordings): proofread them in metadata.csv, or give the "
             "recordings their text, which is aligned"
         )
+    review = summary.get("review", {"clips": 0})
+    if review["clips"]:
+        lines.append(
+            f"{review['clips']} clips ({review['seconds']:.1f} s) carry the recogniser's transcript, unchecked (no "
+            f"NAME.txt beside their recordings): they are in {out / REVIEW}, not in metadata.csv. Proofread them (a "
+            "corrected text, or yes in `checked`, joins metadata.csv on the next run), give the recordings their "
+            "text, or set train_on_unchecked_text: true to train on them as they are"
+        )
+        if summary.get("segment_settings", {}).get("segment_asr_model") == "pocketsphinx":
+            lines.append(
+                "the offline recogniser (pocketsphinx) gets most clips' words wrong: for better transcripts set "
+                "segment_asr_model: openai/whisper-small (downloaded once), or give each recording its NAME.txt"
+            )
     unmeasured = summary["unmeasured_snr"]
     if unmeasured["clips"]:
         lines.append(
@@ -169,7 +246,8 @@ def summarise(clips: list[Clip], recordings: int) -> dict:
         count, seconds = speakers.get(clip.speaker or "-", (0, 0.0))
         speakers[clip.speaker or "-"] = (count + 1, seconds + clip.seconds)
     aligned = [clip.alignment for clip in kept if clip.alignment is not None]
-    unchecked = [clip for clip in kept if clip.alignment is None and not clip.corrected]
+    unchecked = [clip for clip in kept if clip.alignment is None and not clip.corrected and not clip.review]
+    review = [clip for clip in kept if clip.review]
     unmeasured = [clip for clip in kept if clip.snr_db is None]
 
     def tally(some: list[Clip]) -> dict:
@@ -180,6 +258,7 @@ def summarise(clips: list[Clip], recordings: int) -> dict:
         "kept": tally(kept),
         "aligned": {"clips": len(aligned), "least_confidence": min(aligned, default=None)},
         "unchecked": tally(unchecked),
+        "review": tally(review),
         "unmeasured_snr": tally(unmeasured),
         "dropped": {reason: {"clips": n, "seconds": round(s, 2)} for reason, (n, s) in reasons.items()},
         "speakers": {speaker: {"clips": n, "seconds": round(s, 2)} for speaker, (n, s) in speakers.items()},
