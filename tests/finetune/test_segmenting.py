@@ -289,13 +289,18 @@ def test_files_it_cannot_read_beside_the_recordings_are_named_not_skipped_silent
     soundfile.write(tmp_path / "talk.wav", tone, 16000)
     (tmp_path / "talk.srt").write_text("1\n00:00:00,000 --> 00:00:01,000\nHello.\n", encoding="utf-8")
     (tmp_path / "phone memo.m4a").write_bytes(b"\x00\x00\x00\x20ftypM4A ")
+    soundfile.write(tmp_path / "notes.wav", tone, 16000)
+    (tmp_path / "notes.txt").write_text("Notes.", encoding="utf-8")
+    (tmp_path / "notes.vtt").write_text("WEBVTT\n\n00:00.000 --> 00:01.000\nOther words.\n", encoding="utf-8")
+    (tmp_path / "gone.srt").write_text("1\n00:00:00,000 --> 00:00:01,000\nHi.\n", encoding="utf-8")
     found, unreadable = find_recordings(tmp_path)
-    assert [r.name for r in found] == ["talk"]
+    assert [(r.name, r.text) for r in found] == [("notes", "Notes."), ("talk", "Hello.")]  # subtitles: its text
     assert unreadable == {
         "phone memo.m4a": 'audio soundfile cannot read: convert it (`ffmpeg -i "phone memo.m4a" "phone memo.flac"`)',
-        "talk.srt": "subtitles, not read: give the recording's text as talk.txt",
+        "notes.vtt": "subtitles: notes.txt beside it is the recording's text",
+        "gone.srt": "subtitles of no recording (no audio file of its name beside it)",
     }
-    assert find_recordings(tmp_path, skip=["phone memo.m4a", "talk.srt"])[1] == {}
+    assert find_recordings(tmp_path, skip=["phone memo.m4a", "notes.vtt", "gone.srt"])[1] == {}
 
 
 def test_clips_are_cut_to_what_training_keeps_of_them(tmp_path):

@@ -33,6 +33,7 @@ RESYNC_UNITS, RESYNC_TRIES = 40, 8  # a piece the search near the last taken par
 # a right text's fit (Aligner: thousandths of a log-likelihood a frame) is at most FIT_BAND under the recording's
 # median, and FIT_MARGIN over a part of other units of the text
 FIT_BAND, FIT_MARGIN = 1.2, 0.25
+ANCHOR_SECONDS = 1.0  # a subtitle cue's time and the speech it holds may differ by this much
 MIN_FITS = 5  # taken parts before their median judges the next (all are judged by the recording's at the end)
 RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way: a short one ("Yes.") fits anywhere
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
@@ -183,6 +184,7 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
     FIT_BAND of their median) and fits clearly better than a part of other units (FIT_MARGIN): a sentence of about the
     same length and words aligns too, and fits worse. Each piece carries its alignment's confidence (`confidence`)."""
     units = text_units(recording.text)
+    times = unit_times(units, recording.cues) if getattr(recording, "cues", None) else None
     texts, at, paces = unit_texts(units), 0, []
     characters = [spoken_characters(unit) for unit in texts]
     speech, written = sum(piece.end - piece.start for piece in pieces), sum(characters)
@@ -193,6 +195,10 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
         expected, missed = seconds / pace, units_within(characters, at, lost / pace)
         candidates = [(at + skip, length) for skip in range(SEARCH_SKIP + missed + 1)
                       for length in range(1, SEARCH_UNITS + 1) if at + skip + length <= len(units)]  # fmt: skip
+        if times:  # subtitles: the units whose cues are about where the piece is, wherever the search has got to
+            candidates = [(start, length) for start in range(at, len(units)) for length in range(1, SEARCH_UNITS + 1)
+                          if start + length <= len(units) and all(near(times[unit], piece) for unit in
+                                                                  range(start, start + length))]  # fmt: skip
 
         def likely(candidate, expected=expected, at=at, missed=missed):
             start, length = candidate
@@ -207,7 +213,7 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
         tries = sorted(candidates, key=likely)[:SEARCH_TRIES]
         typical = float(np.median(fits)) if len(fits) >= MIN_FITS else None
         found = best_part(piece, tries, texts, align_piece, typical)
-        if found["part"] is None:  # forward only: about the piece's length, a block the reader skipped
+        if found["part"] is None and not times:  # forward only: about the piece's length, a block never said
             further = [(start, length) for start in range(at + 1, min(at + RESYNC_UNITS, len(units)))
                        for length in range(1, SEARCH_UNITS + 1)
                        if (start, length) not in tries and start + length <= len(units)
@@ -238,6 +244,24 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
             if piece.alignment < 0.5 and not piece.dropped:
                 piece.dropped = "uncertain alignment"
                 piece.detail = failure_detail(result, fit_problem(result["fit"], typical, margin))
+
+
+def unit_times(units, cues) -> list[tuple[float, float]] | None:
+    """Each unit's time in the recording, from the cues its words are in (subtitles.Cue); None where the cues'
+    words do not add up to the units'."""
+    counts = [len(words_of(cue.text)) for cue in cues]
+    if sum(counts) != sum(len(unit) for unit in units):
+        return None
+    cue_of, times, at = [number for number, count in enumerate(counts) for _ in range(count)], [], 0
+    for unit in units:
+        times.append((cues[cue_of[at]].start, cues[cue_of[at + len(unit) - 1]].end))
+        at += len(unit)
+    return times
+
+
+def near(time: tuple[float, float], piece: Piece) -> bool:
+    """Whether a cue's time overlaps the piece's, give or take ANCHOR_SECONDS (subtitles are timed by hand)."""
+    return time[0] <= piece.end + ANCHOR_SECONDS and time[1] >= piece.start - ANCHOR_SECONDS
 
 
 def confidence(result: dict, typical: float, margin: float | None) -> float:

@@ -12,6 +12,7 @@ import numpy as np
 
 from tpu_demo.data.layouts import AUDIO_SUFFIXES
 from tpu_demo.errors import FineTuneError
+from tpu_demo.segmenting.subtitles import SUFFIXES, read_cues, subtitle_files
 
 CHANNEL_SPREAD, CHANNEL_DB = (10, 95), 6.0  # the percentiles a channel's levels span; how much more than the mix
 CLICK_RATIO, CLICK_FLOOR = 12.0, 0.02  # a click: a sample this many RMS off its 5-point median, and at least
@@ -27,8 +28,9 @@ class Recording:
     path: Path
     name: str  # relative to the recordings folder, without its suffix: names its clips
     speaker: str | None  # its subfolder
-    text: str | None  # NAME.txt beside it
+    text: str | None  # NAME.txt beside it, else its subtitles' words (NAME.vtt, NAME.srt)
     channel: int | None = None  # the channel its speech is read from (None: its channels mixed; speech_channel)
+    cues: list | None = None  # its subtitles' cues (subtitles.Cue), whose times anchor the alignment
 
 
 def wav_truncation(path: Path) -> str | None:
@@ -52,10 +54,18 @@ def wav_truncation(path: Path) -> str | None:
 # files users keep beside their recordings that this command does not read, and what to do instead ({0}: the file's
 # name without its suffix, {1}: its suffix)
 CONVERT = 'audio soundfile cannot read: convert it (`ffmpeg -i "{0}{1}" "{0}.flac"`)'
-NOT_READ = {
-    **dict.fromkeys((".m4a", ".aac", ".mp4", ".m4b", ".mov", ".mkv", ".webm"), CONVERT),
-    **dict.fromkeys((".srt", ".vtt"), "subtitles, not read: give the recording's text as {0}.txt"),
-}
+NOT_READ = dict.fromkeys((".m4a", ".aac", ".mp4", ".m4b", ".mov", ".mkv", ".webm"), CONVERT)
+
+
+def not_read(path: Path, subtitles: dict[Path, Path]) -> str:
+    """Why a file beside the recordings is not read."""
+    if path.suffix.lower() in NOT_READ:
+        return NOT_READ[path.suffix.lower()].format(path.stem, path.suffix)
+    if subtitles[path.with_suffix("")] != path:
+        return f"subtitles: {subtitles[path.with_suffix('')].name} beside it is read instead"
+    if path.with_suffix(".txt").is_file():
+        return f"subtitles: {path.stem}.txt beside it is the recording's text"
+    return "subtitles of no recording (no audio file of its name beside it)"
 
 
 def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
@@ -69,6 +79,7 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
     found, names, unreadable = [], {}, {}
     skip = {str(Path(name)) for name in skip or ()}
     files = sorted(p for p in folder.rglob("*") if p.is_file())
+    subtitles, read = subtitle_files(files), set()
     for path in (p for p in files if p.suffix.lower() in AUDIO_SUFFIXES):
         relative = path.relative_to(folder)
         if str(relative) in skip:
@@ -90,11 +101,15 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
             text = " ".join(text_file.read_text(encoding="utf-8-sig").split()) if text_file.is_file() else None
         except UnicodeDecodeError:
             raise FineTuneError(f"recordings: {text_file.relative_to(folder)} is not UTF-8 text") from None
-        speaker = relative.parts[0] if len(relative.parts) > 1 else None
-        found.append(Recording(path, name, speaker, text or None))
-    for path in (p for p in files if p.suffix.lower() in NOT_READ):
+        speaker, cues = relative.parts[0] if len(relative.parts) > 1 else None, None
+        if text is None and (subtitle := subtitles.get(path.with_suffix(""))):
+            cues = read_cues(subtitle)
+            text = " ".join(cue.text for cue in cues)
+            read.add(subtitle)
+        found.append(Recording(path, name, speaker, text or None, cues=cues))
+    for path in (p for p in files if p.suffix.lower() in NOT_READ or p in set(subtitles.values()) - read):
         if (relative := str(path.relative_to(folder))) not in skip:  # never left out without a word
-            unreadable[relative] = NOT_READ[path.suffix.lower()].format(path.stem, path.suffix)
+            unreadable[relative] = not_read(path, subtitles)
     if missed := sorted(name for name in skip if not (folder / name).is_file()):
         example = next(iter(names.values()), "speaker/take.wav")
         raise FineTuneError(
@@ -242,7 +257,8 @@ def window_power(audio16k: np.ndarray) -> np.ndarray:
 def recordings_digest(folder) -> str:
     """Which recordings and texts a folder holds: their names and sizes (cheap to take again before training)."""
     folder = Path(folder)
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (*AUDIO_SUFFIXES, ".txt") and p.is_file())
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (*AUDIO_SUFFIXES, ".txt", *SUFFIXES)
+                   and p.is_file())  # fmt: skip
     listing = [(str(p.relative_to(folder)), p.stat().st_size) for p in files]
     return hashlib.sha256(json.dumps(listing).encode()).hexdigest()[:16]
 
