@@ -13,6 +13,7 @@ from tpu_demo.segmenting.diarize import diarize, turns_of, voices_of
 from tpu_demo.segmenting.join import join, with_margins
 from tpu_demo.segmenting.judge import drop_other_voices, drop_unusual_pace, judge, needs_transcript
 from tpu_demo.segmenting.measure import Piece, measure, quality
+from tpu_demo.segmenting.page import write_page
 from tpu_demo.segmenting.read import (
     RATE,
     channel_name,
@@ -250,5 +251,6 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
     summary["metadata_sha256"] = text_digest(table)
     summary["replaces_sha256"] = text_digest(current) if current is not None else None
     (out / REPORT).write_text(json.dumps(summary, indent=1))
+    write_page(summary, out, {recording.name: recording.path for recording in recordings})
     metadata.write_text(table, encoding="utf-8")  # after the report, which tells it from the user's edits
     return summary

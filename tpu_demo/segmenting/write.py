@@ -22,6 +22,7 @@ from tpu_demo.data.metadata import (
 )
 from tpu_demo.errors import FineTuneError
 from tpu_demo.segmenting.join import Clip
+from tpu_demo.segmenting.page import PAGE
 from tpu_demo.segmenting.read import heard, levelled, without_dc
 from tpu_demo.segmenting.settings import CORRECTIONS, PARTS, REPORT, REVIEW
 
@@ -212,7 +213,11 @@ def report_lines(summary: dict, out: Path) -> list[str]:
             f"your corrections: {corrections['applied']} applied; {corrections['unmatched']} match no clip cut "
             f"with these settings (kept in {out / CORRECTIONS})"
         )
-    return [*lines, f"dataset: {out / 'metadata.csv'}; every clip and why it was dropped: {out / REPORT}"]
+    return [
+        *lines,
+        f"dataset: {out / 'metadata.csv'}; every clip and why it was dropped: {out / REPORT}; to listen to them: "
+        f"{out / PAGE}",
+    ]
 
 
 def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float, channel: int | None = None) -> None:
