@@ -48,7 +48,18 @@ def voices_of(pieces: list[Piece]) -> list[list[Piece]]:
             voices.append(cluster)
         else:
             same += cluster
-    return sorted(voices, key=lambda voice: min(piece.start for piece in voice))
+    return sorted(voices, key=lambda voice: first_heard(voice, voices, pieces))
+
+
+def first_heard(voice: list[Piece], voices: list[list[Piece]], pieces: list[Piece]) -> float:
+    """When a voice is first heard in its recording: its first piece, or an earlier one dropped for another reason
+    (noise, band) whose voice is nearest to it, as like it as its own pieces are (DIARIZE_SIMILARITY)."""
+    centres = np.array([mean_voice(other) for other in voices])
+    own = next(index for index, other in enumerate(voices) if other is voice)
+    earlier = [piece.start for piece in pieces if piece.dropped and piece.voice
+               and int(np.argmax(centres @ np.asarray(piece.voice))) == own
+               and float(centres[own] @ np.asarray(piece.voice)) >= DIARIZE_SIMILARITY]  # fmt: skip
+    return min([*earlier, *(piece.start for piece in voice)])
 
 
 def gap(piece: Piece, other: Piece) -> float:

@@ -140,6 +140,12 @@ def quality(audio16k: np.ndarray, piece: Piece, judge, encoder) -> dict:
     return {"dnsmos": judge(samples), "voice": voice, "voice_windows": windows}
 
 
+def voice_of(audio16k: np.ndarray, piece: Piece, encoder) -> dict:
+    """A piece's voice alone, measured levelled (of a piece dropped before: only who speaks in it is wanted)."""
+    voice, windows = encoder(levelled(audio16k[int(piece.start * RATE) : int(piece.end * RATE)]))
+    return {"voice": voice, "voice_windows": windows}
+
+
 def any_length(path) -> bytes:
     """speechmos's DNSMOS P.835 graph made to take one piece of any length: only its framing is fixed; every later
     layer convolves or pools over time, to a global max."""

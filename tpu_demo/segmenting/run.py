@@ -11,8 +11,8 @@ from tpu_demo.data.metadata import write_corrections_table
 from tpu_demo.segmenting.align import align_text, alignment_key, aligns, give_texts
 from tpu_demo.segmenting.diarize import diarize, turns_of, voices_of
 from tpu_demo.segmenting.join import join, with_margins
-from tpu_demo.segmenting.judge import drop_other_voices, drop_unusual_pace, judge, needs_transcript
-from tpu_demo.segmenting.measure import Piece, measure, quality
+from tpu_demo.segmenting.judge import VOICE_SECONDS, drop_other_voices, drop_unusual_pace, judge, needs_transcript
+from tpu_demo.segmenting.measure import Piece, measure, quality, voice_of
 from tpu_demo.segmenting.page import write_page
 from tpu_demo.segmenting.read import (
     RATE,
@@ -61,13 +61,18 @@ def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, sett
 
     judge(pieces, recording, settings)
     measured = stages.load("quality", stages.quality_key) or {}
-    todo = [piece for piece in pieces if not piece.dropped and span(piece) not in measured]
-    if todo:
+    todo = [piece for piece in pieces if not piece.dropped and "dnsmos" not in measured.get(span(piece), {})]
+    # without a text, the voices of the pieces dropped before too: the first voice heard is [S1] (diarize)
+    heard_only = [piece for piece in pieces if piece.dropped and span(piece) not in measured and recording.text is None
+                  and piece.end - piece.start >= VOICE_SECONDS]  # fmt: skip
+    if todo or heard_only:
         if audio16k is None:
             with timed("read"):
                 audio16k = read_recording(recording.path, recording.channel)[0]
         for piece in todo:
             measured[span(piece)] = quality(audio16k, piece, models.get("dnsmos"), models.get("voice"))
+        for piece in heard_only:
+            measured[span(piece)] = voice_of(audio16k, piece, models.get("voice"))
         stages.save("quality", stages.quality_key, measured)
     with_quality(pieces, measured)
 
