@@ -35,6 +35,16 @@ def test_two_voices_are_tagged_by_who_speaks_the_first_voice_s1():
     assert found[5].dropped == "uncertain voice" and found[5].detail.startswith("neither voice of its recording")
 
 
+def test_the_first_voice_heard_is_s1_where_its_first_turn_was_dropped():
+    # bob's first turn dropped as band-limited: alice's, heard second, was [S1] in every clip (the two swapped)
+    from tpu_demo.segmenting.diarize import diarize
+
+    found = voices((0, 2, 1), (3, 5, 0), (6, 8, 1), (9, 11, 0), (12, 14, 1), (15, 17, 0))
+    found[0].dropped = "band-limited"
+    assert diarize(found) == 2
+    assert [piece.turn for piece in found[1:]] == ["[S2]", "[S1]", "[S2]", "[S1]", "[S2]"]
+
+
 def test_one_voice_is_all_s1_and_an_odd_piece_is_left_to_the_voice_check():
     from tpu_demo.segmenting.diarize import diarize
 

@@ -212,7 +212,8 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
 
         tries = sorted(candidates, key=likely)[:SEARCH_TRIES]
         typical = float(np.median(fits)) if len(fits) >= MIN_FITS else None
-        found = best_part(piece, tries, texts, align_piece, typical)
+        band = FIT_BAND if not lost else FIT_BAND / 2  # out of step (pieces since the last taken): a clearer fit
+        found = best_part(piece, tries, texts, align_piece, typical, band)
         if found["part"] is None and not times:  # forward only: about the piece's length, a block never said
             further = [(start, length) for start in range(at + 1, min(at + RESYNC_UNITS, len(units)))
                        for length in range(1, SEARCH_UNITS + 1)
@@ -220,12 +221,15 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
                        and abs(sum(characters[start : start + length]) - expected) <= 0.35 * expected
                        and sum(characters[start : start + length]) >= RESYNC_CHARACTERS]  # fmt: skip
             further.sort(key=lambda candidate: (candidate[0], likely(candidate)))
-            resynced = best_part(piece, further[:RESYNC_TRIES], texts, align_piece, typical) if further else found
+            band = FIT_BAND / 2
+            resynced = (
+                best_part(piece, further[:RESYNC_TRIES], texts, align_piece, typical, band) if further else found
+            )
             found = resynced if resynced["part"] is not None else found  # else why its likeliest part failed
         if found["part"] is not None:
             (start, length), result = found["part"]
             piece.text = joined_text(texts[start : start + length])
-            taken[id(piece)] = (result, found["margin"])
+            taken[id(piece)] = (result, found["margin"], band)
             fits.append(result["fit"])
             paces.append(seconds / max(spoken_characters(piece.text), 1))
             at, lost = start + length, 0.0
@@ -233,17 +237,20 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
         lost += seconds
         failure = found["failure"]
         piece.alignment = failure["confidence"] if failure else None
+        if found["why"]:  # aligned, not taken: the confidence that said no
+            own = typical if typical is not None else failure["fit"]
+            piece.alignment = confidence(failure, own, found["margin"], band)
         if not piece.dropped:
             piece.dropped = "uncertain alignment"
             piece.detail = failure_detail(failure, found["why"])
     typical = float(np.median(fits)) if fits else 0.0  # the recording's own: its first pieces judged by it too
     for piece in pieces:
         if id(piece) in taken:
-            result, margin = taken[id(piece)]
-            piece.alignment = confidence(result, typical, margin)
+            result, margin, band = taken[id(piece)]
+            piece.alignment = confidence(result, typical, margin, band)
             if piece.alignment < 0.5 and not piece.dropped:
                 piece.dropped = "uncertain alignment"
-                piece.detail = failure_detail(result, fit_problem(result["fit"], typical, margin))
+                piece.detail = failure_detail(result, fit_problem(result["fit"], typical, margin, band))
 
 
 def unit_times(units, cues) -> list[tuple[float, float]] | None:
@@ -264,19 +271,19 @@ def near(time: tuple[float, float], piece: Piece) -> bool:
     return time[0] <= piece.end + ANCHOR_SECONDS and time[1] >= piece.start - ANCHOR_SECONDS
 
 
-def confidence(result: dict, typical: float, margin: float | None) -> float:
+def confidence(result: dict, typical: float, margin: float | None, band: float = FIT_BAND) -> float:
     """A taken part's confidence, 0-1: the least of the alignment's own (speech its text lacks, words squeezed), its
-    fit against the recording's typical (0.5 at FIT_BAND under it) and its margin over a part of other units (0.5 at
-    FIT_MARGIN); under 0.5, the part is not taken."""
-    by_fit = 1 / (1 + np.exp(-4 * (FIT_BAND - (typical - result["fit"])) / FIT_BAND))
+    fit against the recording's typical (0.5 at `band` under it: FIT_BAND, half that for a part found out of step)
+    and its margin over a part of other units (0.5 at FIT_MARGIN); under 0.5, the part is not taken."""
+    by_fit = 1 / (1 + np.exp(-4 * (band - (typical - result["fit"])) / band))
     by_margin = 1.0 if margin is None else 1 / (1 + np.exp(-4 * (margin - FIT_MARGIN) / FIT_MARGIN))
     return round(float(min(result["confidence"], by_fit, by_margin)), 3)
 
 
-def fit_problem(fit: float, typical: float | None, margin: float | None) -> str | None:
+def fit_problem(fit: float, typical: float | None, margin: float | None, band: float = FIT_BAND) -> str | None:
     """Why a part that aligns is not taken: it fits worse than the recording's other texts, or no better than a part
     of other units."""
-    if typical is not None and fit < typical - FIT_BAND:
+    if typical is not None and fit < typical - band:
         return f"its text fits the audio worse than the recording's others ({fit:.2f} against {typical:.2f} a frame)"
     if margin is not None and margin < FIT_MARGIN:
         return f"another part of the text fits it almost as well ({margin:.2f} a frame apart)"
@@ -290,7 +297,7 @@ def failure_detail(result: dict | None, why: str | None) -> str:
     return f"no part of its recording's text aligns: {problem} (alignment confidence {result['confidence']:.2f})"
 
 
-def best_part(piece, candidates, texts, align_piece, typical: float | None) -> dict:
+def best_part(piece, candidates, texts, align_piece, typical: float | None, band: float = FIT_BAND) -> dict:
     """The candidate (start, length) whose part fits the piece best, if it is taken (see align_text): tried in
     order until one aligns without a problem, and then one of other units, to compare (at most all of them).
     `part`: (candidate, result) or None; `margin`: its fit over the best of other units (None: none aligned);
@@ -318,7 +325,7 @@ def best_part(piece, candidates, texts, align_piece, typical: float | None) -> d
     others = [results[c]["fit"] for c in results if c in worded and best in worded and not overlaps(c, best)
               and said[c] != said[best] and results[c].get("fit") is not None]  # fmt: skip
     margin = results[best]["fit"] - max(others) if others else None
-    why = fit_problem(results[best]["fit"], typical, margin)
+    why = fit_problem(results[best]["fit"], typical, margin, band)
     if why:
         return {"part": None, "margin": margin, "failure": results[best], "why": why}
     return {"part": (best, results[best]), "margin": margin, "failure": failure, "why": None}
