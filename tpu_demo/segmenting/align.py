@@ -40,7 +40,7 @@ SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no ch
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a7"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a8"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -403,18 +403,22 @@ def log_likelihood(segments) -> float:
 
 
 class Aligner:
-    """pocketsphinx's forced alignment of a piece's text to its audio: where each word is said, and whether the
-    text is all that is said. Uncertain (a `problem`): the text cannot be aligned at all (a word not said, another
-    sentence), a word aligned nowhere or squeezed to the fewest frames its phones allow (said elsewhere), or speech
-    the text lacks: a word stretched over more speech than its phones take, or sound as loud as speech (QUIET_DB)
-    for more than `max_silence` s where the aligner puts silence inside a piece, or EDGE_SILENCE at its ends, which
-    the speech detector cut tight. Pauses and a piece's quiet margins are no problem. English, like its recogniser.
-    A 3-state phone takes at least 3 frames: speech faster than FAST_PHONES phones a second (espeak-ng's 320 words a
-    minute says 21-24) is aligned at 5 ms frames, where at 10 ms pocketsphinx aligned 13 of 36 such sentences."""
+    """pocketsphinx's forced alignment of a piece's text to its audio: where each word is said, and whether the text is
+    all that is said. Uncertain (a `problem`): the text cannot be aligned at all (a word not said, another sentence), a
+    word aligned nowhere or squeezed to the fewest frames its phones allow (said elsewhere), or speech the text lacks:
+    a word stretched over more speech than its phones take, or sound as loud as speech (QUIET_DB) for more than
+    `max_silence` s where the aligner puts silence inside a piece, EDGE_SILENCE at its start or END_SILENCE at its end,
+    which the speech detector cut tight. Pauses and a piece's quiet margins are no problem. English, like its
+    recogniser. A 3-state phone takes at least 3 frames: speech faster than FAST_PHONES phones a second (espeak-ng's
+    320 words a minute says 21-24) is aligned at 5 ms frames, where at 10 ms pocketsphinx aligned 13 of 36 such
+    sentences."""
 
     FRAME = 0.01  # seconds: pocketsphinx's frame
     FAST_PHONES = 16.0  # phones a second of a piece (its text's, over its length): faster is aligned at FRAME / 2
-    EDGE_SILENCE = 0.1  # seconds of speech-loud sound the aligner calls silence at a piece's ends: a word ("the")
+    EDGE_SILENCE = 0.1  # seconds of speech-loud sound the aligner calls silence at a piece's start: a word ("the")
+    # ...at its end: a last plosive's release ("cap") sounds up to 0.2 s past the word's end (espeak-ng's en-us-nyc:
+    # 0.15-0.21 s); of 70 sentences lacking their last word, as many were caught at 0.25 s as at 0.1
+    END_SILENCE = 0.25
     QUIET_DB = 30.0  # a frame this far under the piece's loud frames (its 95th percentile) is a pause
     SOUND_SECONDS = (
         2.0  # the longest a non-verbal sound of the text (a laugh) may sound where the aligner hears silence
@@ -505,10 +509,11 @@ class Aligner:
                 forgiven.add(number)
         for number, segment in enumerate(segments):
             length = (segment.end_frame - segment.start_frame + 1) * frame
-            edge = number in (0, len(segments) - 1)  # a piece of speech starts and ends in speech: a word there
+            # a piece of speech starts and ends in speech: a word there
+            edge = self.EDGE_SILENCE if number == 0 else self.END_SILENCE if number == len(segments) - 1 else None
             if segment.word == "<sil>" and number not in forgiven:
                 sounding = sounding_of[number]
-                if sounding > (self.EDGE_SILENCE if edge else self.max_silence):
+                if sounding > (edge if edge is not None else self.max_silence):
                     unexplained += sounding
                     at = segment.start_frame * frame
                     problems.append(f"speech the text lacks ({sounding:.2f} s in a silence at {at:.2f} s)")
