@@ -32,6 +32,8 @@ def gruut():
         ("Prof. Nguyen: 3 classes & 2 labs, 5 kg, #1, 24/7.",
          "professor nguyen three classes and two labs five kilograms number one twenty four seven"),
         ("[S1] Well, (laughs) I see. [S2] (clears throat) Yes.", "well [SPEECH] i see [SPEECH] yes"),
+        # a serial: its letters and digits read apart (a list of lockers was dropped whole, "51b" in no dictionary)
+        ("Locker 51B, seat 14C, COVID19.", "locker fifty one b. seat fourteen c. c. o. v. i. d. nineteen"),
     ],
 )  # fmt: skip
 def test_written_forms_are_aligned_as_they_are_said(gruut, written, said):

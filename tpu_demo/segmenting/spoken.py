@@ -141,6 +141,9 @@ SYMBOLS = [  # written forms gruut leaves as they are, as a reader says them
     (re.compile(r"#(?=\d)"), lambda found: "number "),
     (re.compile(r"\s*&\s*"), lambda found: " and "),
     (re.compile(r"(?<=\d)/(?=\d)"), lambda found: " "),  # 50/50, 24/7
+    # a serial of letters and digits (51B, B2A23C, COVID19; not 3rd, 1990s): its runs of each, read apart
+    (re.compile(r"\b(?!\d+(?:st|nd|rd|th|s)\b)(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z\d]+\b"),
+     lambda found: " ".join(re.findall(r"\d+|[A-Za-z]+", found.group(0)))),
 ]  # fmt: skip
 LARGE = {"hundred", "thousand", "million", "billion"}
 NUMBER_WORDS = {
