@@ -345,3 +345,17 @@ def test_a_part_found_out_of_step_needs_a_clearer_fit():
     align_text(found, recording("[S1] " + " ".join(script)), fitting(fits))
     assert [piece.dropped for piece in found] == [None] * 5 + ["uncertain alignment"] * 2 + [None] * 3
     assert found[8].alignment >= 0.5 > found[6].alignment
+
+
+def test_a_part_that_skips_text_needs_a_clearer_fit():
+    # a piece whose own sentence did not align took the sentence after it (fit 0.95 under the recording's), and the
+    # next piece, that sentence's, was dropped
+    from tpu_demo.segmenting.align import FIT_BAND, align_text
+
+    script = [f"Sentence {name} is said here." for name in "ABCDEFG"]
+    found = pieces(*[(3.0 * number, 3.0 * number + 2.5) for number in range(7)])
+    fits = [{text: -0.3} for text in script]
+    fits[5] = {script[6]: -0.3 - 0.75 * FIT_BAND}  # F's piece: F does not align, G (after it) does, worse
+    align_text(found, recording("[S1] " + " ".join(script)), fitting(fits))
+    assert [piece.dropped for piece in found] == [None] * 5 + ["uncertain alignment", None]
+    assert found[6].text == f"[S1] {script[6]}"

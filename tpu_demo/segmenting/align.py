@@ -212,8 +212,10 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
 
         tries = sorted(candidates, key=likely)[:SEARCH_TRIES]
         typical = float(np.median(fits)) if len(fits) >= MIN_FITS else None
-        band = FIT_BAND if not lost else FIT_BAND / 2  # out of step (pieces since the last taken): a clearer fit
-        found = best_part(piece, tries, texts, align_piece, typical, band)
+        # in step: where the last taken part ended, no piece lost since (or at its subtitles' time)
+        found = best_part(
+            piece, tries, texts, align_piece, typical, lambda c, at=at, lost=lost: times or (c[0] == at and not lost)
+        )
         if found["part"] is None and not times:  # forward only: about the piece's length, a block never said
             further = [(start, length) for start in range(at + 1, min(at + RESYNC_UNITS, len(units)))
                        for length in range(1, SEARCH_UNITS + 1)
@@ -221,15 +223,16 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
                        and abs(sum(characters[start : start + length]) - expected) <= 0.35 * expected
                        and sum(characters[start : start + length]) >= RESYNC_CHARACTERS]  # fmt: skip
             further.sort(key=lambda candidate: (candidate[0], likely(candidate)))
-            band = FIT_BAND / 2
             resynced = (
-                best_part(piece, further[:RESYNC_TRIES], texts, align_piece, typical, band) if further else found
+                best_part(piece, further[:RESYNC_TRIES], texts, align_piece, typical, lambda c: False)
+                if further
+                else found
             )
             found = resynced if resynced["part"] is not None else found  # else why its likeliest part failed
         if found["part"] is not None:
             (start, length), result = found["part"]
             piece.text = joined_text(texts[start : start + length])
-            taken[id(piece)] = (result, found["margin"], band)
+            taken[id(piece)] = (result, found["margin"], found["band"])
             fits.append(result["fit"])
             paces.append(seconds / max(spoken_characters(piece.text), 1))
             at, lost = start + length, 0.0
@@ -239,7 +242,7 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
         piece.alignment = failure["confidence"] if failure else None
         if found["why"]:  # aligned, not taken: the confidence that said no
             own = typical if typical is not None else failure["fit"]
-            piece.alignment = confidence(failure, own, found["margin"], band)
+            piece.alignment = confidence(failure, own, found["margin"], found["band"])
         if not piece.dropped:
             piece.dropped = "uncertain alignment"
             piece.detail = failure_detail(failure, found["why"])
@@ -273,7 +276,7 @@ def near(time: tuple[float, float], piece: Piece) -> bool:
 
 def confidence(result: dict, typical: float, margin: float | None, band: float = FIT_BAND) -> float:
     """A taken part's confidence, 0-1: the least of the alignment's own (speech its text lacks, words squeezed), its
-    fit against the recording's typical (0.5 at `band` under it: FIT_BAND, half that for a part found out of step)
+    fit against the recording's typical (0.5 at `band` under it: FIT_BAND, half that for a part out of step)
     and its margin over a part of other units (0.5 at FIT_MARGIN); under 0.5, the part is not taken."""
     by_fit = 1 / (1 + np.exp(-4 * (band - (typical - result["fit"])) / band))
     by_margin = 1.0 if margin is None else 1 / (1 + np.exp(-4 * (margin - FIT_MARGIN) / FIT_MARGIN))
@@ -297,11 +300,12 @@ def failure_detail(result: dict | None, why: str | None) -> str:
     return f"no part of its recording's text aligns: {problem} (alignment confidence {result['confidence']:.2f})"
 
 
-def best_part(piece, candidates, texts, align_piece, typical: float | None, band: float = FIT_BAND) -> dict:
+def best_part(piece, candidates, texts, align_piece, typical: float | None, in_step) -> dict:
     """The candidate (start, length) whose part fits the piece best, if it is taken (see align_text): tried in
     order until one aligns without a problem, and then one of other units, to compare (at most all of them).
     `part`: (candidate, result) or None; `margin`: its fit over the best of other units (None: none aligned);
-    `failure`: the first failed result; `why`: why an aligned part was not taken."""
+    `failure`: the first failed result; `why`: why an aligned part was not taken; `band`: the band it is judged
+    by, FIT_BAND where `in_step(candidate)`, else half that (a part that skips text, or after pieces lost)."""
     results, chosen = {}, None
     for candidate in candidates:
         if chosen is not None and overlaps(candidate, chosen):
@@ -318,17 +322,18 @@ def best_part(piece, candidates, texts, align_piece, typical: float | None, band
     clean = [c for c, result in results.items() if not result["problem"]]
     failure = next((result for result in results.values() if result["problem"]), None)
     if not clean:
-        return {"part": None, "margin": None, "failure": failure, "why": None}
+        return {"part": None, "margin": None, "failure": failure, "why": None, "band": FIT_BAND}
     best = (
         clean[0] if clean[0] not in worded else max((c for c in clean if c in worded), key=lambda c: results[c]["fit"])
     )
     others = [results[c]["fit"] for c in results if c in worded and best in worded and not overlaps(c, best)
               and said[c] != said[best] and results[c].get("fit") is not None]  # fmt: skip
     margin = results[best]["fit"] - max(others) if others else None
+    band = FIT_BAND if in_step(best) else FIT_BAND / 2
     why = fit_problem(results[best]["fit"], typical, margin, band)
     if why:
-        return {"part": None, "margin": margin, "failure": results[best], "why": why}
-    return {"part": (best, results[best]), "margin": margin, "failure": failure, "why": None}
+        return {"part": None, "margin": margin, "failure": results[best], "why": why, "band": band}
+    return {"part": (best, results[best]), "margin": margin, "failure": failure, "why": None, "band": band}
 
 
 def overlaps(one: tuple[int, int], other: tuple[int, int]) -> bool:
