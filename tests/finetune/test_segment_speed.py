@@ -165,3 +165,15 @@ def test_a_reverberant_sentence_among_clean_ones_is_dropped_by_its_own_dnsmos(tm
     over = [clip for clip in clips if clip["start"] < said[2].end - 0.3 and clip["end"] > said[2].start + 0.3]
     assert over and all(clip["dropped"] == "noisy" and "DNSMOS BAK" in clip["detail"] for clip in over), over
     assert any(not clip["dropped"] for clip in clips)
+
+
+@pytest.mark.xdist_group("segment")
+def test_the_long_script_benchmark_prints_its_wrong_texts_and_stages(capsys):
+    needs_speech_models()
+    from benchmarks.segment_long_script import main
+
+    assert main(["--sentences", "8", "--voices", "en-029"]) == 0
+    printed = capsys.readouterr().out
+    row = next(line for line in printed.splitlines() if line.startswith("read by en-029"))
+    assert row.split()[-1] == "0"  # no kept clip with another sentence's text
+    assert "aligner" in printed and "x real time" in printed
