@@ -84,3 +84,28 @@ def test_a_dialogue_is_kept_with_its_turns_tagged_with_and_without_its_transcrip
     assert report["voices"] == {"talks/with-text": 2, "talks/no-text": 2}
     texts = " ".join(clip["text"] for clip in report["clips"] if clip["recording"] == "talks/with-text")
     assert "thank you. (laughs) [S1] No problem at all," in texts  # the laugh's tag stays where it is said
+
+
+def test_turns_without_pauses_are_told_by_the_voices_windows():
+    # quick turns (60-250 ms apart) left in one piece each: the pieces' voices were one cluster, "one voice", and every
+    # clip [S1]; a piece of two voices is dropped, not given one voice's tag
+    from tpu_demo.segmenting.diarize import diarize
+
+    rng = np.random.default_rng(1)
+
+    def unit(axis):
+        vector = np.zeros(16)
+        vector[axis] = 1.0
+        vector += 0.05 * rng.standard_normal(16)
+        return vector / np.linalg.norm(vector)
+
+    turns = [[0, 1, 0], [1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 0, 0], [1, 1, 1]]  # the voice of each 1.6 s window
+    found = pieces(*[(5.0 * number, 5.0 * number + 4.0) for number in range(len(turns))])
+    for piece, axes in zip(found, turns, strict=True):
+        piece.voice_windows = [list(unit(axis)) for axis in axes]
+        mean = np.mean(piece.voice_windows, axis=0)
+        piece.voice = list(mean / np.linalg.norm(mean))
+    assert diarize(found) == 2
+    assert [piece.dropped for piece in found] == ["uncertain voice"] * 4 + [None, None]
+    assert found[0].detail == "two voices in one piece: its 1.6 s windows are of voices [0, 1]"
+    assert [piece.turn for piece in found[4:]] == ["[S1]", "[S2]"]
