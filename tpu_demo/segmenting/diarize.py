@@ -108,7 +108,7 @@ def diarize(pieces: list[Piece]) -> int:
 def window_voices(pieces: list[Piece]) -> np.ndarray:
     """The voices of a recording whose pieces each sound as one voice (no pause parts its turns): its pieces'
     WINDOW s windows clustered as the pieces are (average linkage, DIARIZE_SIMILARITY), each cluster of at least
-    MIN_VOICE_WINDOWS windows and a tenth of them; the unit mean of each, in the order first heard. One voice's
+    MIN_VOICE_WINDOWS windows and a fifth of them; the unit mean of each, in the order first heard. One voice's
     windows fall in one cluster but for a stray 2 or 3 in a hundred (16 recordings of 13 voices measured)."""
     windows = [(piece.start + number, np.asarray(window)) for piece in voiced(pieces)
                for number, window in enumerate(piece.voice_windows or [])]  # fmt: skip
@@ -118,11 +118,16 @@ def window_voices(pieces: list[Piece]) -> np.ndarray:
 
     vectors = np.array([window for _, window in windows], dtype=np.float64)
     labels = fcluster(linkage(vectors, method="average", metric="cosine"), 1 - DIARIZE_SIMILARITY, "distance")
-    least = max(MIN_VOICE_WINDOWS, len(windows) / 10)
+    least = max(MIN_VOICE_WINDOWS, len(windows) / 5)  # windows over a change of voice make small clusters of their own
     major = [name for name in set(labels) if (labels == name).sum() >= least]
     first = {name: min(at for (at, _), label in zip(windows, labels, strict=True) if label == name) for name in major}
-    centres = [vectors[labels == name].mean(axis=0) for name in sorted(major, key=first.get)]
-    return np.array([centre / np.linalg.norm(centre) for centre in centres])
+    centres = []
+    for name in sorted(major, key=first.get):  # a cluster as like one before as one voice's windows: that voice
+        centre = vectors[labels == name].mean(axis=0)
+        centre /= np.linalg.norm(centre)
+        if all(float(centre @ other) < DIARIZE_SIMILARITY for other in centres):
+            centres.append(centre)
+    return np.array(centres)
 
 
 def voices_in_windows(piece: Piece, centres: np.ndarray) -> set[int]:
