@@ -12,6 +12,7 @@ from tpu_demo.segmenting.read import RATE, WINDOW, levelled, window_power
 # windows), cutting into the waveform by at least DROPOUT_CUT of its peak (read.digital_silences)
 DROPOUT_DB, DROPOUT_CUT = 25.0, 0.02
 STEP_DB, STEP_SPEECH = 9.0, 2.0  # a level step: this many dB between the median levels of this much speech each side
+STEP_PAUSE, STEP_SNAP = 0.3, 0.5  # seconds: a pause between loud windows (a word's stops are shorter); how near one
 EDGE_MARGIN = 0.05  # seconds: a fault this close to a piece's edge is in the pause (the detector cuts tight)
 NOISE_REACH = 3.0  # seconds: a piece's noise is that of the pauses this close to it, if 0.3 s or more
 FRAMING = {  # the constants of DNSMOS P.835's framing: 9.01 s cut into 900 frames of 20 ms, 10 ms apart
@@ -110,7 +111,10 @@ def level_steps(level: np.ndarray, spans) -> list[tuple[float, float]]:
             best = None
     if best is not None:
         found.append(((loud[best[1] - 1] + loud[best[1]] + 1) / 200, best[2]))
-    return found
+    # a step within STEP_SNAP s of a pause is at it (the steepest point of 2 s medians lands a little off): a change
+    # of speaker, or of take, which clips' levelling fixes
+    pauses = [(loud[k - 1] + loud[k] + 1) / 200 for k in np.flatnonzero(np.diff(loud) > STEP_PAUSE * 100) + 1]
+    return [(at, step) for at, step in found if not any(abs(at - pause) <= STEP_SNAP for pause in pauses)]
 
 
 def inner_fault(piece: Piece, marks: dict, steps: list[tuple[float, float]]) -> tuple[str | None, str]:
