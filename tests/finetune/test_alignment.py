@@ -359,3 +359,19 @@ def test_a_part_that_skips_text_needs_a_clearer_fit():
     align_text(found, recording("[S1] " + " ".join(script)), fitting(fits))
     assert [piece.dropped for piece in found] == [None] * 5 + ["uncertain alignment", None]
     assert found[6].text == f"[S1] {script[6]}"
+
+
+@pytest.mark.parametrize("recogniser", ["pocketsphinx", "openai/whisper-small"])
+def test_the_summary_names_the_review_list_and_how_to_get_better_text(tmp_path, recogniser):
+    from tpu_demo.segmenting.join import Clip
+    from tpu_demo.segmenting.write import report_lines, summarise
+
+    clips = [Clip("a", 0, 2.0, alignment=0.93), Clip("b", 0, 3.5, review=True), Clip("b", 4, 6.0, review=True)]
+    summary = summarise(clips, 2) | {"corrections": {"applied": 0, "unmatched": 0}}
+    summary["segment_settings"] = {"segment_asr_model": recogniser}
+    lines = report_lines(summary, tmp_path)
+    assert summary["review"] == {"clips": 2, "seconds": 5.5} and summary["unchecked"]["clips"] == 0
+    assert any(line.startswith("2 clips (5.5 s) carry the recogniser's transcript, unchecked") for line in lines)
+    offline = any("the offline recogniser (pocketsphinx) gets most clips' words wrong" in line for line in lines)
+    assert offline == (recogniser == "pocketsphinx")
+    assert any("train_on_unchecked_text: true" in line for line in lines)

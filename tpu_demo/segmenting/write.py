@@ -200,6 +200,11 @@ def report_lines(summary: dict, out: Path) -> list[str]:
                 "the offline recogniser (pocketsphinx) gets most clips' words wrong: for better transcripts set "
                 "segment_asr_model: openai/whisper-small (downloaded once), or give each recording its NAME.txt"
             )
+        else:  # no recogniser's confidence is judged yet: its words are proofread, or trained on when asked
+            lines.append(
+                "a recogniser's transcript is often right, never checked: listen to some on segment_report.html; if "
+                "they are right, train_on_unchecked_text: true puts them all in metadata.csv"
+            )
     unmeasured = summary["unmeasured_snr"]
     if unmeasured["clips"]:
         lines.append(
