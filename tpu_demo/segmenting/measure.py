@@ -113,8 +113,9 @@ def level_steps(level: np.ndarray, spans) -> list[tuple[float, float]]:
         found.append(((loud[best[1] - 1] + loud[best[1]] + 1) / 200, best[2]))
     # a step within STEP_SNAP s of a pause is at it (the steepest point of 2 s medians lands a little off): a change
     # of speaker, or of take, which clips' levelling fixes
-    pauses = [(loud[k - 1] + loud[k] + 1) / 200 for k in np.flatnonzero(np.diff(loud) > STEP_PAUSE * 100) + 1]
-    return [(at, step) for at, step in found if not any(abs(at - pause) <= STEP_SNAP for pause in pauses)]
+    pauses = [((loud[k - 1] + 1) / 100, loud[k] / 100) for k in np.flatnonzero(np.diff(loud) > STEP_PAUSE * 100) + 1]
+    return [(at, step) for at, step in found
+            if not any(start - STEP_SNAP <= at <= end + STEP_SNAP for start, end in pauses)]  # fmt: skip
 
 
 def inner_fault(piece: Piece, marks: dict, steps: list[tuple[float, float]]) -> tuple[str | None, str]:
