@@ -315,6 +315,7 @@ def test_a_part_that_another_part_fits_almost_as_well_is_not_taken():
 @pytest.mark.parametrize("voice", ["en-us", "en-gb-x-gbcwmd", "en-sc", "flite:slt"])
 def test_the_sentence_said_fits_better_than_a_like_one_that_aligns(voice):
     # a like sentence aligned to a piece at confidence 1.00, as well as the one said
+    needs_speech_models()
     from tpu_demo.segmenting.align import FIT_MARGIN, Aligner
 
     try:
