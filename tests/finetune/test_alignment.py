@@ -376,3 +376,23 @@ def test_the_summary_names_the_review_list_and_how_to_get_better_text(tmp_path, 
     offline = any("the offline recogniser (pocketsphinx) gets most clips' words wrong" in line for line in lines)
     assert offline == (recogniser == "pocketsphinx")
     assert any("train_on_unchecked_text: true" in line for line in lines)
+
+
+@pytest.mark.parametrize("voice", ["en+m3", "flite:slt"])
+def test_a_non_verbal_tag_whose_sound_is_not_in_the_audio_is_not_kept(voice):
+    # "(laughs)" in a script over a piece without a laugh aligned without a problem: a fine-tune learns the tag as
+    # silence
+    needs_speech_models()
+    from tpu_demo.segmenting.align import Aligner
+
+    align, pause = Aligner(0.4), np.zeros(4800, np.float32)
+    text = "That would help a lot, thank you. (laughs)"
+    try:
+        laughing = planted_faults.speak("That would help a lot, thank you. Ha ha ha ha.", voice, 16000)
+        plain = planted_faults.speak("That would help a lot, thank you.", voice, 16000)
+    except planted_faults.NoEspeak as error:
+        pytest.skip(str(error))
+    heard = align(np.concatenate([pause, laughing, pause]), 16000, text)
+    assert heard["problem"] is None, heard
+    unheard = align(np.concatenate([pause, plain, pause]), 16000, text)
+    assert unheard["problem"] == "1 of its non-verbal sounds not heard", unheard

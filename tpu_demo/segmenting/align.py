@@ -40,7 +40,7 @@ SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no ch
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a8"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a9"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -428,6 +428,7 @@ class Aligner:
     SOUND_SECONDS = (
         2.0  # the longest a non-verbal sound of the text (a laugh) may sound where the aligner hears silence
     )
+    SOUND_HEARD = 0.15  # seconds of sound under a non-verbal sound's filler: less, and its tag was not heard
     STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
 
     def __init__(self, max_silence: float):
@@ -531,6 +532,15 @@ class Aligner:
                 elif sounding > self.STRETCH * count + 0.25:  # a word stretched over others the text lacks
                     unexplained += sounding - self.STRETCH * count
                     problems.append(f"speech the text lacks ('{word}' stretched over {sounding:.2f} s)")
+        # each non-verbal sound of the text heard: its filler over SOUND_HEARD s of sound, or a silence it explains
+        heard = len(forgiven) + sum(
+            loud[segment.start_frame : segment.end_frame + 1].sum() * frame >= self.SOUND_HEARD
+            for segment in segments
+            if segment.word == SOUND
+        )
+        if (unheard := words.count(SOUND) - heard) > 0:  # a tag whose sound is not in the audio is not kept
+            unexplained += 0.1 * unheard
+            problems.append(f"{unheard} of its non-verbal sounds not heard")
         confidence = round(max(0.0, 1.0 - float(unexplained) / seconds), 3)
         frames = max(len(audio16k) / (frame * RATE), 1.0)
         fit = 1000 * (log_likelihood(segments) - self.free_loop(pcm, frame)) / frames
