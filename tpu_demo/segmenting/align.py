@@ -179,10 +179,12 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
     units further on (a skipped block), the nearest first, at most RESYNC_TRIES. Never a part before the last one
     taken: a piece whose text cannot be established is dropped as `uncertain alignment`, not given another's.
 
-    A part is taken (`judged`) only if it aligns without a problem, fits the audio as well as the recording's other
-    pieces' texts fit theirs (its `fit`, the alignment's log-likelihood a frame over a free phone loop's, within
-    FIT_BAND of their median) and fits clearly better than a part of other units (FIT_MARGIN): a sentence of about the
-    same length and words aligns too, and fits worse. Each piece carries its alignment's confidence (`confidence`)."""
+    A part is taken (`best_part`) only if it aligns without a problem, fits the audio as well as the recording's
+    other pieces' texts fit theirs (its `fit`, the alignment's log-likelihood a frame over a free phone loop's, within
+    FIT_BAND of their median, half that for a part out of step: one that skips text, or after pieces none was taken
+    for) and fits clearly better than a part of other units (FIT_MARGIN): a sentence of about the same length and
+    words aligns too, and fits worse. With subtitles (`recording.cues`), the parts tried are those whose cues are
+    about where the piece is. Each piece carries its alignment's confidence (`confidence`)."""
     units = text_units(recording.text)
     times = unit_times(units, recording.cues) if getattr(recording, "cues", None) else None
     texts, at, paces = unit_texts(units), 0, []
