@@ -177,3 +177,14 @@ def test_the_long_script_benchmark_prints_its_wrong_texts_and_stages(capsys):
     row = next(line for line in printed.splitlines() if line.startswith("read by en-029"))
     assert row.split()[-1] == "0"  # no kept clip with another sentence's text
     assert "aligner" in printed and "x real time" in printed
+
+
+@pytest.mark.xdist_group("segment")
+def test_the_no_transcript_benchmark_prints_its_speed_and_stages(capsys):
+    needs_speech_models()
+    from benchmarks.segment_no_transcript import main
+
+    assert main(["--recordings", "4", "--processes", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "4 recordings" in printed and "x real time; 4 clips to review.csv" in printed
+    assert "recogniser" in printed and "all stages" in printed
