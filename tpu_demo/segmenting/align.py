@@ -186,7 +186,7 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
     words aligns too, and fits worse. With subtitles (`recording.cues`), the parts tried are those whose cues are
     about where the piece is. Each piece carries its alignment's confidence (`confidence`)."""
     units = text_units(recording.text)
-    times = unit_times(units, recording.cues) if getattr(recording, "cues", None) else None
+    times = unit_times(units, recording.cues) if recording.cues else None
     texts, at, paces = unit_texts(units), 0, []
     characters = [spoken_characters(unit) for unit in texts]
     speech, written = sum(piece.end - piece.start for piece in pieces), sum(characters)
@@ -219,12 +219,7 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
             piece, tries, texts, align_piece, typical, lambda c, at=at, lost=lost: times or (c[0] == at and not lost)
         )
         if found["part"] is None and not times:  # forward only: about the piece's length, a block never said
-            further = [(start, length) for start in range(at + 1, min(at + RESYNC_UNITS, len(units)))
-                       for length in range(1, SEARCH_UNITS + 1)
-                       if (start, length) not in tries and start + length <= len(units)
-                       and abs(sum(characters[start : start + length]) - expected) <= 0.35 * expected
-                       and sum(characters[start : start + length]) >= RESYNC_CHARACTERS]  # fmt: skip
-            further.sort(key=lambda candidate: (candidate[0], likely(candidate)))
+            further = sorted(further_parts(characters, at, expected, tries), key=lambda c: (c[0], likely(c)))
             resynced = (
                 best_part(piece, further[:RESYNC_TRIES], texts, align_piece, typical, lambda c: False)
                 if further
@@ -248,7 +243,22 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
         if not piece.dropped:
             piece.dropped = "uncertain alignment"
             piece.detail = failure_detail(failure, found["why"])
-    typical = float(np.median(fits)) if fits else 0.0  # the recording's own: its first pieces judged by it too
+    judge_taken(pieces, taken, float(np.median(fits)) if fits else 0.0)
+
+
+def further_parts(characters: list[int], at: int, expected: float, tries) -> list[tuple[int, int]]:
+    """Parts (start, length) of about `expected` characters (within 35 %, at least RESYNC_CHARACTERS) up to
+    RESYNC_UNITS units after `at`, not among `tries`: a piece's text after a block the reader skipped."""
+    return [(start, length) for start in range(at + 1, min(at + RESYNC_UNITS, len(characters)))
+            for length in range(1, SEARCH_UNITS + 1)
+            if (start, length) not in tries and start + length <= len(characters)
+            and abs(sum(characters[start : start + length]) - expected) <= 0.35 * expected
+            and sum(characters[start : start + length]) >= RESYNC_CHARACTERS]  # fmt: skip
+
+
+def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
+    """Each taken part judged by the recording's own median fit (`typical`: its first pieces were taken before there
+    was one): its confidence, and under 0.5 the piece dropped."""
     for piece in pieces:
         if id(piece) in taken:
             result, margin, band = taken[id(piece)]
@@ -308,16 +318,17 @@ def best_part(piece, candidates, texts, align_piece, typical: float | None, in_s
     `part`: (candidate, result) or None; `margin`: its fit over the best of other units (None: none aligned);
     `failure`: the first failed result; `why`: why an aligned part was not taken; `band`: the band it is judged
     by, FIT_BAND where `in_step(candidate)`, else half that (a part that skips text, or after pieces lost)."""
-    results, chosen = {}, None
+    results, parts, chosen = {}, {}, None
     for candidate in candidates:
         if chosen is not None and overlaps(candidate, chosen):
             continue
-        results[candidate] = align_piece(piece, joined_text(texts[candidate[0] : sum(candidate)]))
+        parts[candidate] = joined_text(texts[candidate[0] : sum(candidate)])
+        results[candidate] = align_piece(piece, parts[candidate])
         if chosen is not None:
             break  # the one of other units to compare with
         if not results[candidate]["problem"]:
             chosen = candidate
-    said = {c: spoken_text(joined_text(texts[c[0] : sum(c)])) for c in results}
+    said = {c: spoken_text(part) for c, part in parts.items()}
     # a part of sounds only (a laugh) aligns as pocketsphinx's filler, which fits any speech: taken where its
     # length makes it the likeliest, never compared by fit
     worded = {c for c in results if set(said[c].split()) != {SOUND}}
