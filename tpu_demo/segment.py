@@ -18,11 +18,25 @@ from accelerate.utils import parse_flag_from_env
 from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
 from tpu_demo.data.metadata import ALLOW_REMOVALS
 from tpu_demo.errors import FineTuneError
+from tpu_demo.segmenting.align import aligns
 from tpu_demo.segmenting.read import find_recordings
 from tpu_demo.segmenting.run import merge, segment_share, share_times
 from tpu_demo.segmenting.settings import missing_package, recogniser, sized_for_training
 from tpu_demo.segmenting.stages import TIMES
 from tpu_demo.segmenting.write import output_folder, read_corrections, report_lines
+
+
+def refuse_without_recogniser(config, recordings) -> None:
+    """A recording whose text is not aligned (none beside it, or not English) is transcribed: without a recogniser
+    the run is refused, naming them, before any work."""
+    untranscribed = [recording.path.name for recording in recordings if not aligns(recording, config.recordings)]
+    if untranscribed and not recogniser(config):
+        named = ", ".join(untranscribed[:3]) + (f" and {len(untranscribed) - 3} more" * (len(untranscribed) > 3))
+        raise FineTuneError(
+            f"recordings: {len(untranscribed)} of {len(recordings)} have no English transcript to align ({named}): "
+            "set segment_asr_model (pocketsphinx, offline, or a transformers recogniser such as "
+            "openai/whisper-small) to transcribe them, or put each one's text beside it (NAME.txt, .srt or .vtt)"
+        )
 
 
 def main(argv=None) -> int:
@@ -44,6 +58,7 @@ def main(argv=None) -> int:
         out = output_folder(config)
         read_corrections(out, args.allow_removals)  # a table the user saved that cannot be read: before any work
         recordings, unreadable = find_recordings(config.recordings.recordings, config.recordings.skip_recordings)
+        refuse_without_recogniser(config, recordings)
         if state.is_main_process:
             for name, problem in unreadable.items():
                 say(f"recordings: {name}: {problem}: skipped; to leave it out for good, add it to skip_recordings")

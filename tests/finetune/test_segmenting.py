@@ -547,6 +547,18 @@ def test_segment_writes_a_dataset_training_reads(tmp_path):
 
 
 @pytest.mark.xdist_group("segment")
+def test_recordings_that_all_have_their_text_need_no_recogniser(tmp_path):
+    raw = user_recordings(tmp_path / "podcast")
+    none = ["segment_asr_model=", "eval_asr_model="]
+    refused = segment_command(tmp_path / "out", f"recordings={raw}", *none)
+    assert refused.returncode == 1 and "1 of 4 have no English transcript to align (take2.flac)" in refused.stderr
+    assert not (tmp_path / "out").exists()
+    (raw / "alice" / "take2.flac").unlink()  # the one without its text
+    report = segmented(raw, tmp_path / "out", *none)
+    assert len(rows(tmp_path / "out")) == report["kept"]["clips"] > 0 and report["review"]["clips"] == 0
+
+
+@pytest.mark.xdist_group("segment")
 def test_unchecked_transcripts_are_not_trained_on_until_proofread(tmp_path):
     # the offline recogniser's words (most of them wrong on a voice it has not heard) went into metadata.csv
     raw = user_recordings(tmp_path / "podcast")  # alice's take2 has no text: its clips carry transcripts
@@ -628,7 +640,7 @@ def test_the_processes_get_shares_of_about_the_same_work(tmp_path):
         (["dataset={raw}/clips"], "must be a folder apart from the recordings"),
         (["dataset=synthetic"], "recordings: set `dataset` to the new folder"),
         (["dataset={foreign}"], "holds files tpu_demo.segment did not write"),
-        (["dataset={tmp}/out", "segment_asr_model=", "eval_asr_model="], "recordings: set segment_asr_model"),
+        (["dataset={tmp}/out", "segment_asr_model=", "eval_asr_model="], "1 of 1 have no English transcript to align (a.wav): set segment_asr_model"),
         (["dataset={tmp}/out", "recordings={tmp}/nowhere"], "recordings {tmp}/nowhere: no such folder"),
         (["dataset={tmp}/out", "max_clip_seconds=0.5"], "max_clip_seconds: 0.5 is not more than min_clip_seconds"),
         (["dataset={tmp}/out", "segment_asr_model={tmp}/no-asr"], "no-asr"),

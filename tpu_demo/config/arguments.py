@@ -205,7 +205,8 @@ class RecordingsArguments:
         default=None,
         metadata={
             "help": "the speech recogniser that transcribes the clips: a transformers folder or hub id (Whisper, "
-            "wav2vec2), or `pocketsphinx` (English, installed with the `speech` extra); default eval_asr_model"
+            "wav2vec2), or `pocketsphinx` (English, installed with the `speech` extra); default eval_asr_model; none "
+            "needed where every recording has its English text"
         },
     )
     segment_language: str | None = field(

@@ -61,9 +61,11 @@ def settings_fingerprint(recordings_args, asr_model: str) -> str:
 
 
 def recogniser(config) -> str:
+    """The recogniser that transcribes the recordings without an aligned text; "" where the YAML names none (a run
+    whose recordings all have their text needs none: `segment.refuse_without_recogniser`)."""
     name = config.recordings.segment_asr_model or config.evaluation.eval_asr_model
     if not name:
-        raise FineTuneError("recordings: set segment_asr_model (or eval_asr_model), the recogniser that transcribes")
+        return ""
     near = difflib.get_close_matches(name.lower(), ["pocketsphinx"], cutoff=0.75)
     if near and name != "pocketsphinx" and not Path(name).exists():  # before the hub is asked for it
         raise FineTuneError(f"segment_asr_model {name}: no such recogniser; did you mean `pocketsphinx`?")
