@@ -640,7 +640,7 @@ def test_the_processes_get_shares_of_about_the_same_work(tmp_path):
         (["dataset={raw}/clips"], "must be a folder apart from the recordings"),
         (["dataset=synthetic"], "recordings: set `dataset` to the new folder"),
         (["dataset={foreign}"], "holds files tpu_demo.segment did not write"),
-        (["dataset={tmp}/out", "segment_asr_model=", "eval_asr_model="], "1 of 1 have no English transcript to align (a.wav): set segment_asr_model"),
+        (["dataset={tmp}/out", "segment_asr_model=", "eval_asr_model="], "(a.wav): set segment_asr_model"),
         (["dataset={tmp}/out", "recordings={tmp}/nowhere"], "recordings {tmp}/nowhere: no such folder"),
         (["dataset={tmp}/out", "max_clip_seconds=0.5"], "max_clip_seconds: 0.5 is not more than min_clip_seconds"),
         (["dataset={tmp}/out", "segment_asr_model={tmp}/no-asr"], "no-asr"),
