@@ -19,6 +19,7 @@ from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, s
 from tpu_demo.data.metadata import ALLOW_REMOVALS
 from tpu_demo.errors import FineTuneError
 from tpu_demo.segmenting.align import aligns
+from tpu_demo.segmenting.decode import decode_recordings
 from tpu_demo.segmenting.read import find_recordings
 from tpu_demo.segmenting.run import merge, segment_share, share_times
 from tpu_demo.segmenting.settings import missing_package, recogniser, sized_for_training
@@ -59,6 +60,12 @@ def main(argv=None) -> int:
         read_corrections(out, args.allow_removals)  # a table the user saved that cannot be read: before any work
         recordings, unreadable = find_recordings(config.recordings.recordings, config.recordings.skip_recordings)
         refuse_without_recogniser(config, recordings)
+        unreadable |= decode_recordings(recordings, out, state)
+        recordings = [
+            recording for recording in recordings if recording.name + recording.path.suffix not in unreadable
+        ]
+        if not recordings:
+            raise FineTuneError(f"recordings {config.recordings.recordings}: none could be read: {unreadable}")
         if state.is_main_process:
             for name, problem in unreadable.items():
                 say(f"recordings: {name}: {problem}: skipped; to leave it out for good, add it to skip_recordings")

@@ -282,8 +282,11 @@ def test_unreadable_and_truncated_recordings_are_set_aside_and_can_be_left_out(t
         find_recordings(tmp_path)
 
 
-def test_files_it_cannot_read_beside_the_recordings_are_named_not_skipped_silently(tmp_path):
+def test_files_it_cannot_read_beside_the_recordings_are_named_not_skipped_silently(tmp_path, monkeypatch):
+    from tpu_demo.segmenting import read
     from tpu_demo.segmenting.read import find_recordings
+
+    monkeypatch.setattr(read.shutil, "which", lambda name: None)  # no ffmpeg (test_decoding: with it)
 
     tone = (0.3 * np.sin(np.arange(16000) / 16000 * 2 * np.pi * 300)).astype(np.float32)
     soundfile.write(tmp_path / "talk.wav", tone, 16000)
@@ -296,7 +299,8 @@ def test_files_it_cannot_read_beside_the_recordings_are_named_not_skipped_silent
     found, unreadable = find_recordings(tmp_path)
     assert [(r.name, r.text) for r in found] == [("notes", "Notes."), ("talk", "Hello.")]  # subtitles: its text
     assert unreadable == {
-        "phone memo.m4a": 'audio soundfile cannot read: convert it (`ffmpeg -i "phone memo.m4a" "phone memo.flac"`)',
+        "phone memo.m4a": "audio soundfile cannot read, and ffmpeg is not installed: install ffmpeg, or convert it "
+        'elsewhere (`ffmpeg -i "phone memo.m4a" "phone memo.flac"`)',
         "notes.vtt": "subtitles: notes.txt beside it is the recording's text",
         "gone.srt": "subtitles of no recording (no audio file of its name beside it)",
     }

@@ -4,6 +4,7 @@ each recording as the models hear it: 16 kHz mono, without DC, levelled (level i
 
 import hashlib
 import json
+import shutil
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,10 @@ class Recording:
     text: str | None  # NAME.txt beside it, else its subtitles' words (NAME.vtt, NAME.srt)
     channel: int | None = None  # the channel its speech is read from (None: its channels mixed; speech_channel)
     cues: list | None = None  # its subtitles' cues (subtitles.Cue), whose times anchor the alignment
+    audio: Path | None = None  # the file its audio is read from: `path`, or ffmpeg's decoding of it (decode.py)
+
+    def __post_init__(self):
+        self.audio = self.audio or self.path
 
 
 def wav_truncation(path: Path) -> str | None:
@@ -53,14 +58,15 @@ def wav_truncation(path: Path) -> str | None:
 
 # files users keep beside their recordings that this command does not read, and what to do instead ({0}: the file's
 # name without its suffix, {1}: its suffix)
-CONVERT = 'audio soundfile cannot read: convert it (`ffmpeg -i "{0}{1}" "{0}.flac"`)'
-NOT_READ = dict.fromkeys((".m4a", ".aac", ".mp4", ".m4b", ".mov", ".mkv", ".webm"), CONVERT)
+DECODED = (".m4a", ".aac", ".mp4", ".m4b", ".mov", ".mkv", ".webm", ".wma", ".avi", ".amr")  # by ffmpeg (decode.py)
+CONVERT = "audio soundfile cannot read, and ffmpeg is not installed: install ffmpeg, or convert it elsewhere "
+CONVERT += '(`ffmpeg -i "{0}{1}" "{0}.flac"`)'
 
 
 def not_read(path: Path, subtitles: dict[Path, Path]) -> str:
     """Why a file beside the recordings is not read."""
-    if path.suffix.lower() in NOT_READ:
-        return NOT_READ[path.suffix.lower()].format(path.stem, path.suffix)
+    if path.suffix.lower() in DECODED:
+        return CONVERT.format(path.stem, path.suffix)
     if subtitles[path.with_suffix("")] != path:
         return f"subtitles: {subtitles[path.with_suffix('')].name} beside it is read instead"
     if path.with_suffix(".txt").is_file():
@@ -80,7 +86,8 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
     skip = {str(Path(name)) for name in skip or ()}
     files = sorted(p for p in folder.rglob("*") if p.is_file())
     subtitles, read = subtitle_files(files), set()
-    for path in (p for p in files if p.suffix.lower() in AUDIO_SUFFIXES):
+    suffixes = AUDIO_SUFFIXES + (DECODED if shutil.which("ffmpeg") else ())
+    for path in (p for p in files if p.suffix.lower() in suffixes):
         relative = path.relative_to(folder)
         if str(relative) in skip:
             continue
@@ -89,7 +96,8 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
             raise FineTuneError(f"recordings: {names[name]} and {relative} would make clips of one name; rename one")
         names[name] = relative
         try:
-            soundfile.info(str(path))
+            if path.suffix.lower() not in DECODED:  # those, when ffmpeg decodes them
+                soundfile.info(str(path))
             problem = wav_truncation(path) if path.suffix.lower() == ".wav" else None
         except (soundfile.LibsndfileError, RuntimeError) as error:
             problem = f"unreadable audio ({str(error).splitlines()[-1].strip()})"
@@ -107,7 +115,8 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
             text = " ".join(cue.text for cue in cues)
             read.add(subtitle)
         found.append(Recording(path, name, speaker, text or None, cues=cues))
-    for path in (p for p in files if p.suffix.lower() in NOT_READ or p in set(subtitles.values()) - read):
+    unread = set(DECODED) - set(suffixes)
+    for path in (p for p in files if p.suffix.lower() in unread or p in set(subtitles.values()) - read):
         if (relative := str(path.relative_to(folder))) not in skip:  # never left out without a word
             unreadable[relative] = not_read(path, subtitles)
     if missed := sorted(name for name in skip if not (folder / name).is_file()):
@@ -116,7 +125,7 @@ def find_recordings(folder, skip=()) -> tuple[list[Recording], dict[str, str]]:
             f"skip_recordings: {', '.join(missed)} is no recording here (relative to {folder}, e.g. {example})"
         )
     if not found:
-        raise FineTuneError(f"recordings {folder}: no readable audio files ({', '.join(AUDIO_SUFFIXES)})")
+        raise FineTuneError(f"recordings {folder}: no readable audio files ({', '.join(suffixes)})")
     return found, unreadable
 
 
@@ -129,7 +138,7 @@ def channel_name(recording: Recording) -> str:
     """The channel a recording's speech is read from, in words: "left of 2", "3 of 6"."""
     import soundfile
 
-    count = soundfile.info(str(recording.path)).channels
+    count = soundfile.info(str(recording.audio)).channels
     named = ("left", "right")[recording.channel] if count == 2 else str(recording.channel + 1)
     return f"{named} of {count}"
 
@@ -257,7 +266,7 @@ def window_power(audio16k: np.ndarray) -> np.ndarray:
 def recordings_digest(folder) -> str:
     """Which recordings and texts a folder holds: their names and sizes (cheap to take again before training)."""
     folder = Path(folder)
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (*AUDIO_SUFFIXES, ".txt", *SUFFIXES)
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (*AUDIO_SUFFIXES, *DECODED, ".txt", *SUFFIXES)
                    and p.is_file())  # fmt: skip
     listing = [(str(p.relative_to(folder)), p.stat().st_size) for p in files]
     return hashlib.sha256(json.dumps(listing).encode()).hexdigest()[:16]

@@ -24,8 +24,8 @@ from tpu_demo.segmenting.read import (
     speech_channel,
     without_dc,
 )
-from tpu_demo.segmenting.settings import recogniser, segment_settings, settings_fingerprint
-from tpu_demo.segmenting.stages import PARTS, TIMES, Models, Stages, span, timed
+from tpu_demo.segmenting.settings import PARTS, recogniser, segment_settings, settings_fingerprint
+from tpu_demo.segmenting.stages import TIMES, Models, Stages, span, timed
 from tpu_demo.segmenting.write import (
     CORRECTIONS,
     REPORT,
@@ -44,8 +44,8 @@ TRANSCRIBED_COST = 5.0  # a recording's work if the recogniser hears it, over it
 
 def cut_and_measure(recording, stages: Stages, models: Models) -> tuple[list[Piece], object]:
     with timed("read"):
-        recording.channel = speech_channel(recording.path)
-        audio16k, marks, rate = read_recording(recording.path, recording.channel)
+        recording.channel = speech_channel(recording.audio)
+        audio16k, marks, rate = read_recording(recording.audio, recording.channel)
     spans = models.get("vad")(audio16k)
     with timed("measure"):
         pieces = measure(audio16k, marks, rate, spans)
@@ -68,7 +68,7 @@ def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, sett
     if todo or heard_only:
         if audio16k is None:
             with timed("read"):
-                audio16k = read_recording(recording.path, recording.channel)[0]
+                audio16k = read_recording(recording.audio, recording.channel)[0]
         for piece in todo:
             measured[span(piece)] = quality(audio16k, piece, models.get("dnsmos"), models.get("voice"))
         for piece in heard_only:
@@ -96,10 +96,10 @@ def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, s
         if found is None:  # none needed: said, so that no later run loads the recogniser for it
             stages.save("transcripts", stages.transcripts_key, transcripts)
         return
-    rate = soundfile.info(str(recording.path)).samplerate
+    rate = soundfile.info(str(recording.audio)).samplerate
     for piece in todo:
         start, stop = int(piece.start * rate), int(piece.end * rate)
-        audio, _ = soundfile.read(str(recording.path), start=start, stop=stop, dtype="float32", always_2d=True)
+        audio, _ = soundfile.read(str(recording.audio), start=start, stop=stop, dtype="float32", always_2d=True)
         samples = levelled(without_dc(heard(audio, recording.channel), rate), rate)  # as the other models hear it
         transcripts[span(piece)] = models.get("recogniser")(samples, rate)
     stages.save("transcripts", stages.transcripts_key, transcripts)
@@ -111,7 +111,7 @@ def align_recording(recording, pieces: list[Piece], stages: Stages, models: Mode
     import soundfile
 
     aligned = stages.load("alignments", stages.pieces_key) or {}
-    info = soundfile.info(str(recording.path))
+    info = soundfile.info(str(recording.audio))
     before, rate = len(aligned), info.samplerate
     # each piece with the margins its clip would get: a speech detector cuts tight, inside a last consonant
     seconds = info.frames / rate
@@ -123,7 +123,7 @@ def align_recording(recording, pieces: list[Piece], stages: Stages, models: Mode
         found = aligned.get(alignment_key(start, end, text))
         if found is None:
             first, stop = round(start * rate), round(end * rate)
-            audio, _ = soundfile.read(str(recording.path), start=first, stop=stop, dtype="float32", always_2d=True)
+            audio, _ = soundfile.read(str(recording.audio), start=first, stop=stop, dtype="float32", always_2d=True)
             samples = levelled(without_dc(heard(audio, recording.channel), rate), rate)
             found = aligned[alignment_key(start, end, text)] = models.get("aligner")(samples, rate, text)
         return found
@@ -141,9 +141,9 @@ def shares(recordings, settings, processes: int) -> list[list]:
 
     def cost(recording) -> float:
         try:
-            seconds = soundfile.info(str(recording.path)).duration
+            seconds = soundfile.info(str(recording.audio)).duration
         except (RuntimeError, OSError):  # a format soundfile cannot open: its size, as 16 kHz 16-bit audio
-            seconds = recording.path.stat().st_size / 32000
+            seconds = recording.audio.stat().st_size / 32000
         return seconds * (1.0 if aligns(recording, settings) else TRANSCRIBED_COST)
 
     costs, loads, owners = [cost(recording) for recording in recordings], [0.0] * processes, {}
@@ -256,6 +256,6 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
     summary["metadata_sha256"] = text_digest(table)
     summary["replaces_sha256"] = text_digest(current) if current is not None else None
     (out / REPORT).write_text(json.dumps(summary, indent=1))
-    write_page(summary, out, {recording.name: recording.path for recording in recordings})
+    write_page(summary, out, {recording.name: recording.audio for recording in recordings})
     metadata.write_text(table, encoding="utf-8")  # after the report, which tells it from the user's edits
     return summary

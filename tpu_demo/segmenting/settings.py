@@ -25,6 +25,11 @@ DIA_CODEC = (44100, 512)  # Dia's codec, descript/dac_44khz: its rate and hop, w
 PACKAGES = {"silero_vad": "silero-vad", "speechmos": "speechmos", "resemblyzer": "Resemblyzer"}
 
 
+def recording_folder(out: Path, name: str) -> Path:
+    """Where a recording's stage results are kept in the dataset folder `out`."""
+    return out / PARTS / hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
 def sized_for_training(config, state):
     """The settings with clips no longer than training keeps whole (`max_audio_frames` of the same YAML), told."""
     if not config.recordings.recordings:

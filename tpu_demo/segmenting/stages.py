@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from tpu_demo.segmenting.measure import Piece
-from tpu_demo.segmenting.settings import PARTS, recogniser
+from tpu_demo.segmenting.settings import recogniser, recording_folder
 
 STAGES = 6  # the version of what the stages store: a change here redoes them all
 MEASURES = 2  # the version of the costly measures (DNSMOS at a piece's own length, the voice with its windows)
@@ -45,7 +45,7 @@ class Stages:
     """One recording's stage results in DATASET/.segmenting/<id>/, each under the key of what it was made from."""
 
     def __init__(self, recording, out: Path, settings, asr_model: str):
-        self.folder = out / PARTS / hashlib.sha256(recording.name.encode()).hexdigest()[:16]
+        self.folder = recording_folder(out, recording.name)
         self.longest = settings.max_clip_seconds  # a clip's length, margins included (join.with_margins)
         stat = recording.path.stat()
         cut = (settings.vad_threshold, settings.min_pause_seconds, settings.max_clip_seconds)

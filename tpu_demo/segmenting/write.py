@@ -139,7 +139,7 @@ def write_clips(kept, recordings, out: Path, target_lufs) -> None:
     """The kept clips as WAVs at `target_lufs`; clips no longer kept leave the folder."""
     of = {recording.name: recording for recording in recordings}
     for clip in kept:
-        write_clip(clip, of[clip.recording].path, out, target_lufs, of[clip.recording].channel)
+        write_clip(clip, of[clip.recording].audio, out, target_lufs, of[clip.recording].channel)
     written = {clip.audio for clip in kept}
     for wav in (out / "clips").rglob("*.wav") if (out / "clips").is_dir() else []:
         if str(wav.relative_to(out)) not in written:  # dropped now, or left by other settings
