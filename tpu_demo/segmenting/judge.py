@@ -15,6 +15,8 @@ OVERLAP_SPREAD = 5.0  # robust deviations under its speaker's usual window: a pi
 LEAST_SPREAD = 0.02  # the smallest such deviation counted: one synthetic voice's windows vary by less than a person's
 OVERLAP_PIECES = 6  # pieces of a voice needed to tell its usual windows: a dialogue's voice of 4 dropped clean ones
 OVERLAP_BAK = 0.5  # DNSMOS BAK under its speaker's usual: a second talker is background to DNSMOS
+MUSIC_SHARE = 0.25  # a piece whose pauses hold this share of music's frames (measure.music_around) has music under it
+MUSIC_DB = 40.0  # unless its SNR is over this: music that far under the voice is not heard over a room
 
 
 def judge(pieces: list[Piece], recording: Recording, settings) -> None:
@@ -41,6 +43,11 @@ def judge(pieces: list[Piece], recording: Recording, settings) -> None:
             piece.detail = f"bandwidth {piece.bandwidth_hz / 1000:.1f} kHz < {MIN_BANDWIDTH_HZ / 1000:.0f} kHz"
         elif piece.snr_db is not None and piece.snr_db < settings.min_snr_db:
             piece.dropped, piece.detail = "noisy", f"SNR {piece.snr_db:.1f} dB < min_snr_db {settings.min_snr_db}"
+        elif (piece.music or 0.0) >= MUSIC_SHARE and (piece.snr_db is None or piece.snr_db < MUSIC_DB):
+            piece.dropped = "music"
+            piece.detail = (
+                f"music under it: {piece.music:.0%} of the pauses around it hold sustained tones of changing notes"
+            )
         elif bak < settings.min_dnsmos_bak:
             piece.dropped, piece.detail = "noisy", f"DNSMOS BAK {bak:.2f} < min_dnsmos_bak {settings.min_dnsmos_bak}"
         elif ovrl < settings.min_dnsmos_ovrl:

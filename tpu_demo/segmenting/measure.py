@@ -21,6 +21,13 @@ FRAMING = {  # the constants of DNSMOS P.835's framing: 9.01 s cut into 900 fram
     "shape_tensor1": ([-1, 900, 160], [1, -1, 160]),
 }
 BANDWIDTH_FLOOR_DB = 50.0  # a piece's bandwidth: the highest frequency its spectrum reaches within this of its peak
+# music in the pauses (tones): 64 ms frames at least TONE_GAP s from speech (a room's reverberation of the voice is
+# shorter); a frame is tonal when most of its 100-4000 Hz energy is in peaks TONE_PEAK_DB over the spectrum's running
+# median, a tone sustained when the same peaks are there TONE_HOLD s later; a note changes when the strongest peak of
+# a sustained frame is on another semitone than the pauses' most common one (a fan or a hum keeps one)
+TONE_FRAME, TONE_HOP, TONE_GAP, TONE_PEAK_DB, TONE_HOLD = 1024, 256, 0.3, 12.0, 0.064
+MUSIC_REACH = 10.0  # seconds: a piece's music is that of the pauses this close to it (a bed spans minutes)
+MUSIC_NOTES = 0.25  # share of sustained frames off the most common note: music (a fan's or a hum's tone holds one)
 
 
 @dataclass
@@ -30,6 +37,7 @@ class Piece:
     start: float
     end: float
     snr_db: float | None = None  # None: no pause near it to measure the noise in
+    music: float | None = None  # share of its pauses' frames with sustained tones of changing notes (None: unmeasured)
     clipped: float = 0.0  # share of its samples held flat at full scale
     bandwidth_hz: float | None = None  # speech_models.bandwidth, in the 16 kHz copy
     sound_before: bool = False  # a sound in the pause before it (a cough, a click): no clip joins across it
@@ -56,6 +64,7 @@ def measure(audio16k: np.ndarray, marks: dict, rate: int, spans, judge=None, enc
     for start, end in spans:  # a pause starts 0.1 s away from speech: its edges carry speech
         pause[max(0, int((start - 0.1) / WINDOW)) : int((end + 0.1) / WINDOW) + 1] = False
     centres = np.arange(len(power)) * WINDOW
+    frames = tone_frames(audio16k, spans)
     pieces, previous_end = [], None
     for start, end in spans:
         piece = Piece(round(start, 3), round(end, 3))
@@ -74,6 +83,7 @@ def measure(audio16k: np.ndarray, marks: dict, rate: int, spans, judge=None, enc
             if levels:  # the quieter side: noise that starts or stops in a pause is not this piece's
                 noise = min(levels)
                 break
+        piece.music = music_around(frames, start, end)
         speech = power[int(start / WINDOW) : max(int(end / WINDOW), int(start / WINDOW) + 1)]
         if noise is not None:
             level = max(noise, 1e-12)
@@ -87,6 +97,56 @@ def measure(audio16k: np.ndarray, marks: dict, rate: int, spans, judge=None, enc
             piece.dnsmos, (piece.voice, piece.voice_windows) = judge(samples), encoder(samples)
         pieces.append(piece)
     return pieces
+
+
+def tone_frames(audio16k: np.ndarray, spans) -> dict:
+    """The pauses' 64 ms frames (TONE_GAP s or more from speech): each one's time, whether it holds a sustained tone,
+    and the semitone of its strongest peak."""
+    from scipy.ndimage import median_filter
+
+    away = np.ones(len(audio16k), dtype=bool)
+    for start, end in spans:
+        away[max(0, int((start - TONE_GAP) * RATE)) : int((end + TONE_GAP) * RATE)] = False
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], away.astype(np.int8), [0]])))
+    starts = [k for run, stop in zip(edges[::2], edges[1::2], strict=True)
+              for k in range(run, stop - TONE_FRAME + 1, TONE_HOP)]  # fmt: skip
+    found = {"at": np.array([k / RATE for k in starts]), "sustained": np.zeros(len(starts), bool)}
+    found["heard"], found["notes_change"] = np.zeros(len(starts), bool), False
+    if not starts:
+        return found
+    low, high = int(100 * TONE_FRAME / RATE), int(4000 * TONE_FRAME / RATE)
+    blocks = np.stack([audio16k[k : k + TONE_FRAME] for k in starts]).astype(np.float64) * np.hanning(TONE_FRAME)
+    spectrum = (np.abs(np.fft.rfft(blocks, axis=1)) ** 2)[:, low:high]
+    db = 10 * np.log10(spectrum + 1e-20)
+    peaks = (db - median_filter(db, size=(1, 31), mode="nearest") > TONE_PEAK_DB) & (db >= np.roll(db, 1, 1))
+    peaks &= db >= np.roll(db, -1, 1)
+    near = peaks | np.roll(peaks, 1, 1) | np.roll(peaks, -1, 1)
+    heard = spectrum.sum(axis=1) > 1e-9 * TONE_FRAME  # digital silence holds no tone
+    tonal = heard & ((spectrum * near).sum(axis=1) > 0.5 * spectrum.sum(axis=1))
+    lag = round(TONE_HOLD * RATE / TONE_HOP)
+    for index in range(len(starts) - lag):
+        if starts[index + lag] - starts[index] == lag * TONE_HOP and tonal[index] and tonal[index + lag]:
+            now, later = peaks[index], peaks[index + lag]
+            held = (later & (near[index])).sum() / max(now.sum(), later.sum(), 1)
+            found["sustained"][index] = held >= 0.5
+    strongest = (np.argmax(np.where(peaks, db, -np.inf), axis=1) + low) * RATE / TONE_FRAME
+    semitones = np.round(12 * np.log2(np.maximum(strongest, 1.0) / 440)).astype(int)[found["sustained"]]
+    common = np.unique(semitones, return_counts=True)[1].max() if len(semitones) else 0
+    found["heard"], found["notes_change"] = heard, len(semitones) and 1 - common / len(semitones) >= MUSIC_NOTES
+    return found
+
+
+def music_around(frames: dict, start: float, end: float) -> float | None:
+    """Of the pauses' frames within NOISE_REACH s of a piece (or 15 s, or the recording's, where those hold under
+    0.25 s), the share that hold sustained tones, where the recording's notes change (`tone_frames`; else a fan, a
+    hum: 0.0); None where its pauses are digital silence or too short to hear."""
+    for reach in (MUSIC_REACH, np.inf):
+        near = (frames["at"] >= start - reach) & (frames["at"] <= end + reach) & frames["heard"]
+        if near.sum() * TONE_HOP / RATE >= 0.25:
+            break
+    else:
+        return None
+    return round(float(frames["sustained"][near].mean()), 3) if frames["notes_change"] else 0.0
 
 
 def level_steps(level: np.ndarray, spans) -> list[tuple[float, float]]:

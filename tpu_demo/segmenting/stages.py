@@ -13,7 +13,7 @@ from pathlib import Path
 from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.settings import recogniser, recording_folder
 
-STAGES = 6  # the version of what the stages store: a change here redoes them all
+STAGES = 7  # the version of what the stages store: a change here redoes them all
 MEASURES = 2  # the version of the costly measures (DNSMOS at a piece's own length, the voice with its windows)
 TIMES = collections.Counter()  # seconds this process spent in each stage this run (the main one: all processes)
 
