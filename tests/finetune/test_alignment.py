@@ -362,6 +362,24 @@ def test_a_part_that_skips_text_needs_a_clearer_fit():
     assert found[6].text == f"[S1] {script[6]}"
 
 
+def test_before_the_recording_has_a_typical_fit_a_part_out_of_step_is_judged_against_the_phone_loop():
+    # flite slt's first sentence did not align ("the" squeezed); a sentence five on aligned to it at fit -3.09 and was
+    # kept, and so were the next pieces' far parts: there was no median of taken parts yet to judge them by
+    from tpu_demo.segmenting.align import FIT_BAND, align_text
+
+    script = [f"Sentence {name} is said here." for name in "ABCDEFGHIJ"]
+    found = pieces(*[(3.0 * number, 3.0 * number + 2.5) for number in range(10)])
+    fits = [{script[5]: -3.1}] + [{text: -0.1} for text in script[1:]]
+    align_text(found, recording("[S1] " + " ".join(script)), fitting(fits))
+    assert [piece.dropped for piece in found] == ["uncertain alignment"] + [None] * 9
+    assert [piece.text for piece in found[1:]] == [f"[S1] {text}" for text in script[1:]]
+    # within half the band of the loop, a part out of step is still taken before there is a median
+    fits[0] = {script[5]: -0.4 * FIT_BAND}
+    found = pieces(*[(3.0 * number, 3.0 * number + 2.5) for number in range(10)])
+    align_text(found, recording("[S1] " + " ".join(script)), fitting(fits))
+    assert found[0].text == f"[S1] {script[5]}" and found[0].dropped is None
+
+
 @pytest.mark.parametrize("recogniser", ["pocketsphinx", "openai/whisper-small"])
 def test_the_summary_names_the_review_list_and_how_to_get_better_text(tmp_path, recogniser):
     from tpu_demo.segmenting.join import Clip

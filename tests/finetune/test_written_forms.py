@@ -30,10 +30,11 @@ def gruut():
         ("The 1990s, the FBI and NASA.", "the nineteen nineties the fbi and nasa"),  # the dictionary's acronyms
         ("The U.S. team at 7 pm.", "the u. s. team at seven p. m."),  # letters said by their names
         ("Prof. Nguyen: 3 classes & 2 labs, 5 kg, #1, 24/7.",
-         "professor nguyen three classes and two labs five kilograms number one twenty four seven"),
+         "professor nguyen three classes and two labs five kilograms number one r24/7"),  # r24/7: below
         ("[S1] Well, (laughs) I see. [S2] (clears throat) Yes.", "well [SPEECH] i see [SPEECH] yes"),
         # a serial: its letters and digits read apart (a list of lockers was dropped whole, "51b" in no dictionary)
         ("Locker 51B, seat 14C, COVID19.", "locker fifty one b. seat fourteen c. c. o. v. i. d. nineteen"),
+        ("José, Zoë and Søren.", "jose zoe and soren"),  # a name as the dictionaries spell it
     ],
 )  # fmt: skip
 def test_written_forms_are_aligned_as_they_are_said(gruut, written, said):
@@ -45,10 +46,48 @@ def test_written_forms_are_aligned_as_they_are_said(gruut, written, said):
 def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
     from tpu_demo.segmenting.spoken import number_readings, pronunciations
 
-    assert number_readings(1200) == ["one thousand two hundred", "twelve hundred", "one two oh oh"]
-    assert number_readings(105) == ["one hundred five", "one hundred and five", "one oh five"]
+    assert number_readings(1200) == [
+        "one thousand two hundred",
+        "twelve hundred",
+        "one two oh oh",
+        "one two zero zero",
+    ]
+    assert number_readings(105)[:3] == ["one hundred five", "one hundred and five", "one oh five"]
+    assert number_readings(2134, "02134")[:2] == ["oh two one three four", "zero two one three four"]  # a code
     assert "nineteen ninety nine" in number_readings(1999)
-    assert len(pronunciations("Flight 105.")["n105"]) == 3  # each reading in the dictionary's phones
+    assert len(pronunciations("Flight 105.")["n105"]) == 4  # each reading in the dictionary's phones
+
+
+@pytest.mark.parametrize(
+    ("written", "readings"),
+    [
+        ("1/2", ["one half", "one over two", "a half", "half"]),
+        ("3/4", ["three quarters", "three fourths", "three over four"]),
+        ("24/7", ["twenty four seven"]),
+        ("555-0142", ["five five five oh one four two", "five five five zero one four two"]),
+        ("10-20", ["ten to twenty", "ten through twenty", "ten twenty"]),
+        ("e.g.", ["for example", "e g"]),
+        ("no.", ["number", "no"]),
+        ("1:02:33", ["one oh two thirty three"]),
+        ("anna@example.com", ["anna at example dot com"]),
+        ("www.example.org", ["w w w dot example dot org"]),
+        ("401(k)", ["four oh one k"]),
+    ],
+)  # fmt: skip
+def test_a_written_form_is_one_word_whose_pronunciations_are_its_readings(gruut, written, readings):
+    from tpu_demo.segmenting.spoken import dictionary, said_form
+
+    word, phones = said_form(written, "")
+    expected = [" ".join(dictionary()[part] for part in reading.split()) for reading in readings]
+    assert list(phones) == expected, word
+
+
+def test_a_regnal_number_follows_a_name_and_a_lone_i_is_a_word(gruut):
+    from tpu_demo.segmenting.spoken import READINGS, spoken
+
+    said = dict(spoken("Henry VIII met Malcolm X, and I left."))
+    assert READINGS["rVIII"] == "the eighth" and len(said["rVIII"]) == 4 and len(said["rX"]) == 4
+    assert "i" in said or "i." in said  # "I" alone is the pronoun, never the numeral one
 
 
 def test_a_number_aligns_however_it_is_read():

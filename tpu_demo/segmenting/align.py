@@ -35,12 +35,13 @@ RESYNC_UNITS, RESYNC_TRIES = 40, 8  # a piece the search near the last taken par
 FIT_BAND, FIT_MARGIN = 1.2, 0.25
 ANCHOR_SECONDS = 1.0  # a subtitle cue's time and the speech it holds may differ by this much
 MIN_FITS = 5  # taken parts before their median judges the next (all are judged by the recording's at the end)
+LOOP_FIT = 0.0  # a right text's fit where the recording has none yet: about the free phone loop's
 RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way: a short one ("Yes.") fits anywhere
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a9"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a10"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -343,6 +344,8 @@ def best_part(piece, candidates, texts, align_piece, typical: float | None, in_s
               and said[c] != said[best] and results[c].get("fit") is not None]  # fmt: skip
     margin = results[best]["fit"] - max(others) if others else None
     band = FIT_BAND if in_step(best) else FIT_BAND / 2
+    if typical is None and not in_step(best):  # no median of taken parts yet: a right text fits as the phone loop
+        typical = LOOP_FIT
     why = fit_problem(results[best]["fit"], typical, margin, band)
     if why:
         return {"part": None, "margin": margin, "failure": results[best], "why": why, "band": band}

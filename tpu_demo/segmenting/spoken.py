@@ -71,9 +71,10 @@ def dictionary() -> dict[str, str]:
     return found
 
 
-def number_readings(number: int) -> list[str]:
-    """The ways a reader says a whole number, the usual first: "one thousand two hundred" (and with "and"), "twelve
-    hundred", a year's "nineteen ninety-nine", digit by digit "one oh five"."""
+def number_readings(number: int, written: str = "") -> list[str]:
+    """The ways a reader says a whole number (as `written`, where a code's leading zeros count), the usual first:
+    "one thousand two hundred" (and with "and"), "twelve hundred", a year's "nineteen ninety-nine", digit by digit
+    "one oh five" (a code's: "nine oh two one oh", "nine zero two one zero")."""
     from num2words import num2words
 
     def words(text: str) -> str:
@@ -85,28 +86,128 @@ def number_readings(number: int) -> list[str]:
         readings.append(words(num2words(number // 100)) + " hundred")
     if 1000 <= number <= 2099:
         readings.append(words(num2words(number, to="year")))
-    if 100 <= number <= 9999:
-        readings.append(" ".join("oh" if digit == "0" else words(num2words(int(digit))) for digit in str(number)))
+    written = written or str(number)
+    if 100 <= number <= 9999 or len(written) >= 5 or written.startswith("0"):  # a code's first: "oh two one"
+        spelled = [digits(written), digits(written, "zero")]
+        readings = spelled + readings if written.startswith("0") else readings + spelled
     return list(dict.fromkeys(readings))
+
+
+def said_as(name: str, readings) -> tuple[str, tuple[str, ...]] | None:
+    """A written form as one word for the aligner (`name`), whose pronunciations are its `readings` that the
+    dictionary holds every word of: the alignment takes the one said."""
+    variants = []
+    for reading in readings:
+        phones = [dictionary().get(word) for word in reading.split()]
+        if all(phones):
+            variants.append(" ".join(phones))
+            READINGS.setdefault(name, reading)
+    return (name, tuple(dict.fromkeys(variants))) if variants else None
+
+
+def cardinal(number: str) -> str:
+    from num2words import num2words
+
+    return " ".join(num2words(int(number)).replace("-", " ").replace(",", " ").replace(" and ", " ").split())
+
+
+def digits(number: str, zero: str = "oh") -> str:
+    return " ".join(zero if digit == "0" else cardinal(digit) for digit in number)
+
+
+FRACTIONS = {2: ("half", "halves"), 4: ("quarter", "quarters")}
+
+
+def fraction(top: str, bottom: str) -> list[str]:
+    """3/4: "three quarters", "three fourths", "three over four"; 1/2: "one half", "a half", "half"."""
+    from num2words import num2words
+
+    a, b = int(top), int(bottom)
+    if not 1 <= a < b <= 20:  # 24/7, 50/50: read apart
+        return [f"{cardinal(top)} {cardinal(bottom)}"]
+    ordinal = " ".join(num2words(b, to="ordinal").replace("-", " ").split())
+    names = [FRACTIONS[b][a > 1]] if b in FRACTIONS else []
+    names += [ordinal + "s" * (a > 1)] if b != 2 else []
+    readings = [f"{cardinal(top)} {name}" for name in names] + [f"{cardinal(top)} over {cardinal(bottom)}"]
+    return readings + ([f"a {names[0]}", names[0]] if a == 1 else [])
+
+
+ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50}
+SAID_FOR = {  # an abbreviation before a number, as read; the written word is the other reading
+    "no": "number", "nos": "numbers", "nr": "number", "vol": "volume", "fig": "figure", "p": "page", "pp": "pages",
+    "ch": "chapter", "chap": "chapter", "sec": "section", "art": "article", "ext": "extension", "apt": "apartment",
+    "rm": "room", "pt": "part",
+}  # fmt: skip
+LATIN = {"e.g.": ["for example", "e g"], "i.e.": ["that is", "i e"], "etc.": ["et cetera"], "vs.": ["versus"]}
+FORMS = [  # a written form gruut misreads, and how readers say it (a token without the punctuation around it)
+    (re.compile(r"^(\d+)/(\d+)$"), lambda found: fraction(*found.groups())),
+    # a phone number (555-0142, 555-123-4567): digit by digit, "oh" or "zero"
+    (re.compile(r"^(?:\(?\d{3}\)?[-.]?)?\d{3}[-.]\d{4}$"),
+     lambda found: [digits(re.sub(r"\D", "", found.group(0)), zero) for zero in ("oh", "zero")]),
+    (re.compile(r"^(\d{1,4})[-–](\d{1,4})$"), lambda found: number_range(*found.groups())),  # 10-20, 1990-95
+    (re.compile(r"^(\d{1,3})\(([a-z])\)?$"), lambda found: [f"{digits(found.group(1))} {found.group(2)}"]),  # 401(k)
+    (re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$|^www\.[\w-]+(?:\.[\w-]+)+$", re.I),  # an e-mail or web address
+     lambda found: [address(found.group(0))]),
+    (re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})$"),  # 1:02:33: "one oh two thirty three"
+     lambda found: [" ".join([cardinal(found.group(1)), *(digits(part) if part[0] == "0" else cardinal(part)
+                                                          for part in found.groups()[1:])])]),  # fmt: skip
+]  # fmt: skip
+
+
+def address(written: str) -> str:
+    """anna@example.com: "anna at example dot com"; www.example.org: "w w w dot example dot org"; a part the
+    dictionary lacks spelled."""
+    said = []
+    for part in re.split(r"([@.])", written.lower()):
+        if part in "@.":
+            said.append({"@": "at", ".": "dot"}.get(part, ""))
+        else:
+            said.append(part if part in dictionary() and part != "www" else " ".join(part))
+    return " ".join(" ".join(said).split())
+
+
+def number_range(first: str, last: str) -> list[str]:
+    """10-20: "ten to twenty", "ten through twenty", "ten twenty"; each side in its readings (a year's too)."""
+    sides = [number_readings(int(side), side)[:3] for side in (first, last)]
+    return [f"{a} {word} {b}".replace("  ", " ") for word in ("to", "through", "") for a in sides[0] for b in sides[1]]
+
+
+def said_form(token: str, previous: str) -> tuple[str, tuple[str, ...]] | None:
+    """A written form `FORMS`, `LATIN` or `SAID_FOR` reads, a regnal number after a name ("Henry VIII": "the
+    eighth"), as one word with its readings (`said_as`); None for any other token."""
+    from num2words import num2words
+
+    bare = PUNCTUATION_AROUND.sub("", token)
+    if token.lower().rstrip(",;:") in LATIN:
+        return said_as(f"r{token.lower()}", LATIN[token.lower().rstrip(",;:")])
+    if BEFORE_A_NUMBER.match(token) and (word := token[:-1].lower()) in SAID_FOR:
+        return said_as(f"r{word}", [SAID_FOR[word], word])
+    for pattern, readings in FORMS:
+        if found := pattern.match(bare):
+            return said_as(f"r{bare}", readings(found))
+    if re.fullmatch(r"[IVXL]{2,}|V|X", bare) and previous[:1].isupper() and (number := roman(bare)):
+        ordinal = " ".join(num2words(number, to="ordinal").replace("-", " ").split())
+        return said_as(f"r{bare}", [f"the {ordinal}", ordinal, cardinal(str(number)), " ".join(bare.lower())])
+    return None
+
+
+def roman(numeral: str) -> int | None:
+    values = [ROMAN[letter] for letter in numeral]
+    total = sum(-v if v < w else v for v, w in zip(values, [*values[1:], 0], strict=True))
+    return total if 1 < total < 40 else None
 
 
 def said_number(token: str) -> tuple[str, tuple[str, ...]] | None:
     """A whole number of 100 or more as written ("1,200", "105") as one word for the aligner (`n1200`), whose
     pronunciations are its readings (`number_readings`): the alignment takes the one said; None for any other token
     (a smaller number has one reading, gruut's)."""
-    digits = NUMBER.match(PUNCTUATION_AROUND.sub("", token))
-    if not digits:
+    found = NUMBER.match(PUNCTUATION_AROUND.sub("", token))
+    if not found:
         return None
-    number = int(digits.group(0).replace(",", ""))
-    if number < 100:  # one reading: gruut's words
+    written = found.group(0).replace(",", "")
+    if int(written) < 100 and not (written.startswith("0") and len(written) > 1):  # one reading: gruut's words
         return None
-    variants = []
-    for reading in number_readings(number):
-        phones = [dictionary().get(word) for word in reading.split()]
-        if all(phones):
-            variants.append(" ".join(phones))
-            READINGS.setdefault(f"n{number}", reading)
-    return (f"n{number}", tuple(dict.fromkeys(variants))) if variants else None
+    return said_as(f"n{written}", number_readings(int(written), written))
 
 
 def as_read(token: str) -> str:
@@ -122,7 +223,8 @@ UNITS = {  # after a number, as read (gruut reads numbers, not these)
     "kg": "kilograms", "g": "grams", "km": "kilometers", "m": "meters", "cm": "centimeters", "mm": "millimeters",
     "mph": "miles per hour", "lb": "pounds", "lbs": "pounds", "oz": "ounces", "ml": "milliliters", "°c": "degrees",
     "°f": "degrees", "°": "degrees", "kb": "kilobytes", "mb": "megabytes", "gb": "gigabytes", "hz": "hertz",
-    "khz": "kilohertz",
+    "khz": "kilohertz", "km²": "square kilometers", "m²": "square meters", "km³": "cubic kilometers",
+    "m³": "cubic meters", "cm³": "cubic centimeters",
 }  # fmt: skip
 CURRENCIES = {"$": "dollars", "£": "pounds", "€": "euros"}
 TITLES = {  # before a name, as read (gruut reads Dr., Mr., Mrs., St.)
@@ -130,7 +232,8 @@ TITLES = {  # before a name, as read (gruut reads Dr., Mr., Mrs., St.)
     "Gov": "Governor", "Sen": "Senator", "Rev": "Reverend", "Fr": "Father", "Supt": "Superintendent", "Ms": "Miz",
 }  # fmt: skip
 SYMBOLS = [  # written forms gruut leaves as they are, as a reader says them
-    (re.compile(r"(?<=\d)\s*(" + "|".join(sorted(map(re.escape, UNITS), key=len, reverse=True)) + r")\b", re.I),
+    (re.compile(r"(?<=\d)\s*(" + "|".join(sorted(map(re.escape, UNITS), key=len, reverse=True)) + r")(?![\w²³])",
+                re.I),
      lambda found: " " + UNITS[found.group(1).lower()]),
     (re.compile(r"\b(\d{2})(\d0)'?s\b"), lambda found: decade(found.group(1) + found.group(2))),  # the 1990s
     # "$1.2 billion": gruut reads "one dollar twenty cents billion"; a reader "one point two billion dollars"
@@ -140,7 +243,6 @@ SYMBOLS = [  # written forms gruut leaves as they are, as a reader says them
     (re.compile(r"\b(" + "|".join(TITLES) + r")\.(?=\s)"), lambda found: TITLES[found.group(1)]),
     (re.compile(r"#(?=\d)"), lambda found: "number "),
     (re.compile(r"\s*&\s*"), lambda found: " and "),
-    (re.compile(r"(?<=\d)/(?=\d)"), lambda found: " "),  # 50/50, 24/7
     # a serial of letters and digits (51B, B2A23C, COVID19; not 3rd, 1990s): its runs of each, read apart
     (re.compile(r"\b(?!\d+(?:st|nd|rd|th|s)\b)(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z\d]+\b"),
      lambda found: " ".join(re.findall(r"\d+|[A-Za-z]+", found.group(0)))),
@@ -247,21 +349,34 @@ def spoken(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
                         said.append((part, guesses(arpabet(phonemes) if whole else None)))
             words.clear()
 
+    previous = ""
     for token in tokens(readable(TEXT_TAGS.sub(" ", text))):
         if is_sound(token):
             flush()
             said.append((SOUND, ()))
-        elif number := said_number(token):
+        elif form := said_form(token, previous) or said_number(token):
             flush()
-            said.append(number)
+            said.append(form)
         else:
-            words.append(as_read(token))
+            words.append(as_read(unaccented(token)))
+        previous = token
     flush()
     return tuple(
         pair for number, pair in enumerate(said)
         if not (pair[0] == "and" and 0 < number < len(said) - 1 and said[number - 1][0] in LARGE
                 and said[number + 1][0] in NUMBER_WORDS and not re.search(r"\band\b", text, re.I))
     )  # fmt: skip
+
+
+def unaccented(token: str) -> str:
+    """José as Jose, Søren as Soren: the dictionaries' spelling of a name (the kept text keeps its accents)."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFD", token.translate(FOLDED))
+    return "".join(character for character in folded if not unicodedata.combining(character))
+
+
+FOLDED = str.maketrans({"ø": "o", "Ø": "O", "æ": "ae", "Æ": "Ae", "ß": "ss", "ł": "l", "Ł": "L", "đ": "d", "œ": "oe"})
 
 
 def plain_word(token: str) -> str | None:
