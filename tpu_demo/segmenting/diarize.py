@@ -1,12 +1,13 @@
-"""The diarize stage: who speaks each piece of a recording, from the pieces' GE2E voices, clustered (average linkage
-of their cosine similarities, SciPy). A recording of two voices is a dialogue: without a transcript each piece is
-tagged by its voice, the recording's first voice `[S1]` and the other `[S2]` in every clip of it, as Dia reads
-dialogues; with one, its own tags are the turns. Each voice's pieces are judged by that voice, not by the other's.
+"""The diarize stage: who speaks each piece of a recording. A recording of two voices is a dialogue: without a
+transcript each piece is tagged by its voice, the recording's first voice `[S1]` and the other `[S2]` in every clip
+of it, as Dia reads dialogues; with one, its own tags are the turns. Each voice's pieces are judged by that voice,
+not by the other's.
 
-Turns without a pause between them (both voices in one piece) are told by the pieces' 1.6 s windows: a recording
-whose pieces all sound as one voice while its windows hold two is a dialogue, and a piece whose windows are of two
-voices is dropped as `uncertain voice`, not given one voice's tag. Not caught: two voices whose GE2E embeddings are
-as alike as one voice's (similarity over DIARIZE_SIMILARITY); a turn shorter than a window (a backchannel)."""
+The voices are told by the pieces' 1.6 s GE2E windows, clustered by spectral clustering (spectralcluster; the number
+of voices from the eigengap), so that two alike voices are told apart relative to each other; each window is of the
+voice it is clearly nearest. A piece whose windows are of two voices (a turn without a pause) is dropped as
+`uncertain voice`, and so is a third voice's. A recording of too few windows is clustered by its pieces' voices
+(average linkage, SciPy). Not caught: a turn shorter than a window (a backchannel, a greeting under a second)."""
 
 import numpy as np
 
@@ -18,6 +19,9 @@ MIN_VOICE_PIECES, MIN_VOICE_SECONDS = 2, 3.0  # a voice of a dialogue speaks at 
 TAGS = ("[S1]", "[S2]")  # Dia's speakers
 SOUND_GAP = 0.5  # seconds: a short sound this close to a turn is that turn's
 WINDOW, MIN_VOICE_WINDOWS, WINDOW_MARGIN = 1.6, 3, 0.1  # a piece's GE2E windows (seconds); a voice's fewest of them
+SPECTRAL_WINDOWS, MAX_VOICES = 30, 4  # the fewest windows spectral clustering is run on; the most voices it finds
+REFINE_STEPS = 3  # k-means steps from the spectral clusters' means to the voices
+WINDOW_MARGIN_SHARE = 0.15  # a window is of a voice when nearer it than any other by this share of their distance
 
 
 def voiced(pieces: list[Piece]) -> list[Piece]:
@@ -71,38 +75,103 @@ def gap(piece: Piece, other: Piece) -> float:
 
 def diarize(pieces: list[Piece]) -> int:
     """Tags each kept piece of a recording without a transcript with its voice (`piece.turn`) where it holds two:
-    a piece of neither voice (nearest under DIARIZE_SIMILARITY: too short to tell, two voices in one piece, or a
-    third voice) is dropped as `uncertain voice`. Returns how many voices it holds (1: all `[S1]`, as before)."""
-    voices = voices_of(pieces)
-    centres = np.array([mean_voice(voice) for voice in voices]) if len(voices) > 1 else window_voices(pieces)
+    a piece of two voices, of a third voice, or of neither (too short to tell) is dropped as `uncertain voice`.
+    Returns how many voices it holds (1: all `[S1]`, as before)."""
+    labelled = spectral_voices(pieces)
+    if labelled is None:  # too few windows to cluster: the pieces' voices, else their windows' (average linkage)
+        voices = voices_of(pieces)
+        centres = np.array([mean_voice(voice) for voice in voices]) if len(voices) > 1 else window_voices(pieces)
+        labels = {}
+    else:
+        centres, labels = labelled
     if len(centres) < 2:
         for piece in pieces:
             piece.turn = TAGS[0]
-        return len(voices) or (1 if pieces else 0)
+        return max(len(centres), 1 if pieces else 0)
     unsure = []
     for piece in pieces:
         if piece.dropped or not piece.voice:
             continue
-        if len(heard := voices_in_windows(piece, centres)) > 1:  # a turn without a pause between them
+        heard = labels.get(id(piece)) or voices_in_windows(piece, centres)
+        if len(heard) > 1:  # a turn without a pause between them
             piece.dropped = "uncertain voice"
             piece.detail = f"two voices in one piece: its {WINDOW} s windows are of voices {sorted(heard)}"
             continue
         similarity = centres @ np.asarray(piece.voice)
-        best = int(np.argmax(similarity))
-        if best < len(TAGS) and similarity[best] >= DIARIZE_SIMILARITY:
+        best = next(iter(heard)) if heard else int(np.argmax(similarity))
+        if best < len(TAGS) and (heard or similarity[best] >= DIARIZE_SIMILARITY):
             piece.turn = TAGS[best]
         else:
             unsure.append((piece, best, float(similarity[best])))
     for piece, best, similarity in unsure:
         # a short sound close after or before a turn (a laugh, "mm"): too short for its voice to tell, that turn's
         near = [other for other in pieces if other.turn and gap(piece, other) <= SOUND_GAP]
-        if piece.end - piece.start < VOICE_SECONDS and near:
+        if piece.end - piece.start < VOICE_SECONDS and near and best < len(TAGS):
             piece.turn = min(near, key=lambda other: gap(piece, other)).turn
             continue
         piece.dropped = "uncertain voice"
         which = "a third voice" if best >= len(TAGS) else "neither voice of its recording"
-        piece.detail = f"{which}: similarity {similarity:.2f} (< {DIARIZE_SIMILARITY} to any other)"
+        piece.detail = f"{which}: similarity {similarity:.2f} to its nearest"
     return len(centres)
+
+
+def spectral_voices(pieces: list[Piece]) -> tuple[np.ndarray, dict[int, set[int]]] | None:
+    """The voices of a recording told by its pieces' WINDOW s windows (GE2E), clustered by spectral clustering
+    (spectralcluster: the number of voices from the eigengap of the windows' affinities, so two alike voices are
+    told apart relative to each other, where a fixed similarity took them for one). The windows of every piece with
+    a voice count, those dropped for noise too (the first voice heard may be in one). Returns each voice's unit
+    mean, in the order first heard (a voice of at least MIN_VOICE_WINDOWS windows and MIN_VOICE_SECONDS), and the
+    voices each piece's windows are of; None where there are too few windows to cluster."""
+    windows = [(piece, piece.start + number, np.asarray(window)) for piece in pieces if piece.voice
+               for number, window in enumerate(piece.voice_windows or [])]  # fmt: skip
+    if len(windows) < SPECTRAL_WINDOWS:
+        return None
+    from spectralcluster import FallbackOptions, RefinementOptions, SpectralClusterer, ThresholdType, configs
+
+    clusterer = SpectralClusterer(
+        min_clusters=1,
+        max_clusters=MAX_VOICES,
+        refinement_options=RefinementOptions(
+            gaussian_blur_sigma=1,
+            p_percentile=0.95,
+            thresholding_soft_multiplier=0.01,
+            thresholding_type=ThresholdType.RowMax,
+            refinement_sequence=configs.ICASSP2018_REFINEMENT_SEQUENCE,
+        ),
+        fallback_options=FallbackOptions(spectral_min_embeddings=SPECTRAL_WINDOWS),
+    )
+    vectors = np.array([window for _, _, window in windows], dtype=np.float64)
+    labels = clusterer.predict(vectors)
+    major = [
+        label
+        for label in set(labels)
+        if (labels == label).sum() >= MIN_VOICE_WINDOWS and WINDOW * (labels == label).sum() >= MIN_VOICE_SECONDS
+    ]
+    if len(major) < 2:
+        return np.zeros((len(major), vectors.shape[1])), {}
+    # the clusterer smooths its labels over neighbouring windows (a turn's edges): the voices are its clusters'
+    # means, refined by each window's nearest (k-means steps), and a window is of the voice it is nearest
+    centres = np.array([unit(vectors[labels == label].mean(axis=0)) for label in major])
+    for _ in range(REFINE_STEPS):
+        nearest = np.argmax(vectors @ centres.T, axis=1)
+        centres = np.array([unit(vectors[nearest == k].mean(axis=0)) if (nearest == k).any() else centres[k]
+                            for k in range(len(centres))])  # fmt: skip
+    nearest = np.argmax(vectors @ centres.T, axis=1)
+    first = [min(at for (_, at, _), k in zip(windows, nearest, strict=True) if k == voice) if (nearest == voice).any()
+             else np.inf for voice in range(len(centres))]  # fmt: skip
+    order = np.argsort(first)
+    centres = centres[order]
+    of_piece = {}
+    for piece, _, window in windows:
+        similarity = np.sort(centres @ window)[::-1]
+        apart = WINDOW_MARGIN_SHARE * (1 - float(np.max(np.triu(centres @ centres.T, 1))))
+        if similarity[0] - similarity[1] >= apart:  # clearly nearer one voice than any other
+            of_piece.setdefault(id(piece), set()).add(int(np.argmax(centres @ window)))
+    return centres, of_piece
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    return vector / np.linalg.norm(vector)
 
 
 def window_voices(pieces: list[Piece]) -> np.ndarray:
