@@ -135,3 +135,22 @@ def test_two_alike_voices_are_told_apart_relative_to_each_other():
     assert [piece.turn for piece in found] == [["[S2]", "[S1]"][voice] for voice in order]  # voice 1 heard first
     alone = alike_voices([0] * 12, 0.82)
     assert diarize(alone) == 1 and {piece.turn for piece in alone} == {"[S1]"}
+
+
+def test_where_spectral_clustering_hears_one_voice_the_windows_are_still_asked(monkeypatch):
+    # flite slt and rms with turns 60-300 ms apart: the clusterer, smoothing over neighbouring windows, heard one
+    # voice, and all 3 kept clips were [S1] over both; the windows' own clustering hears two
+    from tpu_demo.segmenting import diarize as stage
+
+    monkeypatch.setattr(stage, "spectral_voices", lambda pieces: (np.zeros((1, 16)), {}))
+    rng = np.random.default_rng(4)
+    turns = [[0] * 4, [1] * 4, [0, 0, 1, 1], [1] * 4, [0] * 4, [1] * 4, [0] * 4, [1] * 4, [0] * 4]
+    found = pieces(*[(5.0 * number, 5.0 * number + 4.5) for number in range(len(turns))])
+    for piece, axes in zip(found, turns, strict=True):
+        windows = [np.eye(16)[axis] + 0.05 * rng.standard_normal(16) for axis in axes]
+        piece.voice_windows = [list(window / np.linalg.norm(window)) for window in windows]
+        mean = np.mean(piece.voice_windows, axis=0)
+        piece.voice = list(mean / np.linalg.norm(mean))
+    assert stage.diarize(found) == 2
+    assert found[2].dropped == "uncertain voice" and found[2].detail.startswith("two voices in one piece")
+    assert [piece.turn for piece in found] == ["[S1]", "[S2]", None, "[S2]", "[S1]", "[S2]", "[S1]", "[S2]", "[S1]"]

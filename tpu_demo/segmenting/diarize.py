@@ -78,7 +78,9 @@ def diarize(pieces: list[Piece]) -> int:
     a piece of two voices, of a third voice, or of neither (too short to tell) is dropped as `uncertain voice`.
     Returns how many voices it holds (1: all `[S1]`, as before)."""
     labelled = spectral_voices(pieces)
-    if labelled is None:  # too few windows to cluster: the pieces' voices, else their windows' (average linkage)
+    # too few windows to cluster, or one voice to it (its smoothing over neighbouring windows can merge turns a few
+    # hundred ms apart): the pieces' voices, else their windows' (average linkage)
+    if labelled is None or len(labelled[0]) < 2:
         voices = voices_of(pieces)
         centres = np.array([mean_voice(voice) for voice in voices]) if len(voices) > 1 else window_voices(pieces)
         labels = {}
