@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.planted_faults import SENTENCES, VOICES, Sentence, active_power, noise, span, talk
+from tests.planted_faults import SENTENCES, VOICES, Sentence, active_power, noise, span, speak, talk
 
 RATE = 44100
 # (as written in a script, as said by its reader)
@@ -103,6 +103,24 @@ def write_dialogues(folder, seed: int = 0) -> dict:
             (folder / f"{name}.txt").write_text(text + "\n", encoding="utf-8")
         truth |= _truth(name, f"{name}.wav", "dialogue", samples, RATE, found)
     return truth
+
+
+def write_quick_turns(folder, seed: int = 0) -> dict:
+    """The DIALOGUE's words without its transcript or its laugh (`talks/quick`), each turn 80-200 ms after the last:
+    no pause the speech detector cuts at (0.3 s), as people talk. Every turn is good speech."""
+    rng = np.random.default_rng(seed + 700)
+    parts, found, at = [np.zeros(RATE // 2, np.float32)], [], RATE // 2
+    for speaker, written, _ in DIALOGUE:
+        said = written.replace(" (laughs)", "")
+        speech = speak(said, VOICES[speaker], RATE)
+        found.append(Sentence(at / RATE, (at + len(speech)) / RATE, said, speaker))
+        gap = int(rng.uniform(0.08, 0.2) * RATE)
+        parts += [speech, np.zeros(gap, np.float32)]
+        at += len(speech) + gap
+    samples = np.concatenate([*parts, np.zeros(RATE // 2, np.float32)])
+    samples = (samples * (0.5 / np.abs(samples).max())).astype(np.float32)
+    _save(Path(folder) / "talks/quick.wav", samples, RATE)
+    return _truth("talks/quick", "talks/quick.wav", "dialogue", samples, RATE, found)
 
 
 def write_faults_in_pieces(folder, seed: int = 0) -> dict:

@@ -251,6 +251,22 @@ def test_the_summary_names_kept_clips_whose_noise_could_not_be_measured(tmp_path
     assert not any("have no SNR" in line for line in report_lines(measured, tmp_path))
 
 
+def test_the_summary_names_a_recording_that_kept_under_half_its_speech(tmp_path):
+    # a new user's recording lost all 3 pieces to `uncertain alignment`; the summary said "kept 17 clips" and no
+    # line named it
+    from tpu_demo.segmenting.join import Clip
+    from tpu_demo.segmenting.write import report_lines, summarise
+
+    clips = [Clip("library", 0, 8.0, dropped="uncertain alignment"), Clip("library", 8, 16.0, dropped="noisy"),
+             Clip("library", 16, 18.0), Clip("canal", 0, 4.0), Clip("canal", 4, 6.0, dropped="noisy")]  # fmt: skip
+    summary = summarise(clips, 2) | {"corrections": {"applied": 0, "unmatched": 0}}
+    assert (
+        "recordings that kept under half their speech: library 2.0 of 18.0 s (uncertain alignment 1, noisy 1): see "
+        f"why on {tmp_path / 'segment_report.html'}"
+    ) in report_lines(summary, tmp_path)
+    assert list(summary["mostly_dropped"]) == ["library"]
+
+
 def test_the_summary_says_which_texts_were_aligned_and_which_are_unchecked_transcripts(tmp_path):
     from tpu_demo.segmenting.join import Clip
     from tpu_demo.segmenting.write import report_lines, summarise

@@ -154,3 +154,33 @@ def test_where_spectral_clustering_hears_one_voice_the_windows_are_still_asked(m
     assert stage.diarize(found) == 2
     assert found[2].dropped == "uncertain voice" and found[2].detail.startswith("two voices in one piece")
     assert [piece.turn for piece in found] == ["[S1]", "[S2]", None, "[S2]", "[S1]", "[S2]", "[S1]", "[S2]", "[S1]"]
+
+
+@pytest.mark.xdist_group("segment")
+def test_turns_a_fraction_of_a_second_apart_are_cut_apart_and_tagged(tmp_path):
+    # turns 80-200 ms apart left both voices in each piece: every piece was dropped as `uncertain voice`
+    truth, report, scores = segment_planted(planted_speech.write_quick_turns, tmp_path)
+    row = scores["talks/quick"]
+    assert report["voices"] == {"talks/quick": 2}
+    assert planted_speech.tag_errors(truth, report) == {"talks/quick": 0}
+    assert row["good_kept"] >= 0.8 * row["good_seconds"] and row["cuts_inside"] == 0, row
+
+
+def test_a_piece_is_cut_where_its_windows_change_voice_at_a_gap_and_not_without_one():
+    from tpu_demo.segmenting.turns import cut_at_turns, gap_in, turn_cuts
+
+    rng = np.random.default_rng(5)
+    speech = (0.3 * np.sin(np.arange(16000 * 6) / 16000 * 2 * np.pi * 180) * (1 + rng.random(16000 * 6))).astype(
+        np.float32
+    )
+    speech[int(2.3 * 16000) : int(2.42 * 16000)] = 0.0  # a turn 120 ms after the last
+    found = alike_voices([0, 1, 0, 1, 0, 1, 0, 1], 0.3)  # pieces of 4 windows, 5 s apart: one voice each
+    found[0].end, found[0].voice_windows = 6.0, found[0].voice_windows[:2] + found[1].voice_windows[2:]
+    assert gap_in(speech, found[0], 1.57, 2.34) == 2.36
+    assert gap_in(np.abs(speech) + 0.3, found[0], 1.57, 2.34) is None  # no gap: the voices overlap, not cut
+    cuts = turn_cuts(found, speech)
+    assert cuts == {"0.000-6.000": [2.36]}
+    found[0].snr_db = 31.0
+    parts = cut_at_turns(found, cuts)
+    assert [(part.start, part.end) for part in parts[:2]] == [(0.0, 2.36), (2.36, 6.0)]
+    assert parts[1].snr_db == 31.0 and parts[1].voice == [] and parts[2] is found[1]

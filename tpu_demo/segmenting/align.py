@@ -35,7 +35,7 @@ RESYNC_UNITS, RESYNC_TRIES = 40, 8  # a piece the search near the last taken par
 FIT_BAND, FIT_MARGIN = 1.2, 0.25
 ANCHOR_SECONDS = 1.0  # a subtitle cue's time and the speech it holds may differ by this much
 MIN_FITS = 5  # taken parts before their median judges the next (all are judged by the recording's at the end)
-LOOP_FIT = 0.0  # a right text's fit where the recording has none yet: about the free phone loop's
+LOOP_FIT = 0.0  # a right text's fit, about the free phone loop's: judges a far part before the recording has a median
 RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way: a short one ("Yes.") fits anywhere
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
@@ -222,7 +222,7 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
         if found["part"] is None and not times:  # forward only: about the piece's length, a block never said
             further = sorted(further_parts(characters, at, expected, tries), key=lambda c: (c[0], likely(c)))
             resynced = (
-                best_part(piece, further[:RESYNC_TRIES], texts, align_piece, typical, lambda c: False)
+                best_part(piece, further[:RESYNC_TRIES], texts, align_piece, reference(typical), lambda c: False)
                 if further
                 else found
             )
@@ -313,6 +313,13 @@ def failure_detail(result: dict | None, why: str | None) -> str:
     return f"no part of its recording's text aligns: {problem} (alignment confidence {result['confidence']:.2f})"
 
 
+def reference(typical: float | None) -> float:
+    """What a part found by the search further on is judged by: the recording's typical fit, or before there is one,
+    the free phone loop's (a right text fits about as well): a first piece whose own text did not align took a
+    sentence five on at fit -3.1, and the pieces after it far parts too."""
+    return LOOP_FIT if typical is None else typical
+
+
 def best_part(piece, candidates, texts, align_piece, typical: float | None, in_step) -> dict:
     """The candidate (start, length) whose part fits the piece best, if it is taken (see align_text): tried in
     order until one aligns without a problem, and then one of other units, to compare (at most all of them).
@@ -344,8 +351,6 @@ def best_part(piece, candidates, texts, align_piece, typical: float | None, in_s
               and said[c] != said[best] and results[c].get("fit") is not None]  # fmt: skip
     margin = results[best]["fit"] - max(others) if others else None
     band = FIT_BAND if in_step(best) else FIT_BAND / 2
-    if typical is None and not in_step(best):  # no median of taken parts yet: a right text fits as the phone loop
-        typical = LOOP_FIT
     why = fit_problem(results[best]["fit"], typical, margin, band)
     if why:
         return {"part": None, "margin": margin, "failure": results[best], "why": why, "band": band}

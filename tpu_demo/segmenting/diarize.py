@@ -73,19 +73,17 @@ def gap(piece: Piece, other: Piece) -> float:
     return max(other.start - piece.end, piece.start - other.end, 0.0)
 
 
-def diarize(pieces: list[Piece]) -> int:
+def diarize(pieces: list[Piece], voices_from: list[Piece] | None = None) -> int:
     """Tags each kept piece of a recording without a transcript with its voice (`piece.turn`) where it holds two:
     a piece of two voices, of a third voice, or of neither (too short to tell) is dropped as `uncertain voice`.
+    The voices are told from `voices_from` (the pieces before they were cut at turns: turns.py), else the pieces.
     Returns how many voices it holds (1: all `[S1]`, as before)."""
-    labelled = spectral_voices(pieces)
-    # too few windows to cluster, or one voice to it (its smoothing over neighbouring windows can merge turns a few
-    # hundred ms apart): the pieces' voices, else their windows' (average linkage)
-    if labelled is None or len(labelled[0]) < 2:
-        voices = voices_of(pieces)
-        centres = np.array([mean_voice(voice) for voice in voices]) if len(voices) > 1 else window_voices(pieces)
-        labels = {}
-    else:
-        centres, labels = labelled
+    centres, spectral = voice_centres(voices_from or pieces)
+    labels = {}
+    if spectral:  # each window the voice it is clearly nearest
+        labels = {id(piece): {voice for window in piece.voice_windows or []
+                              if (voice := window_voice(np.asarray(window), centres)) is not None}
+                  for piece in pieces}  # fmt: skip
     if len(centres) < 2:
         for piece in pieces:
             piece.turn = TAGS[0]
@@ -115,6 +113,17 @@ def diarize(pieces: list[Piece]) -> int:
         which = "a third voice" if best >= len(TAGS) else "neither voice of its recording"
         piece.detail = f"{which}: similarity {similarity:.2f} to its nearest"
     return len(centres)
+
+
+def voice_centres(pieces: list[Piece]) -> tuple[np.ndarray, bool]:
+    """The recording's voices (unit vectors, in the order first heard) and whether spectral clustering told them:
+    too few windows to cluster, or one voice to it (its smoothing over neighbouring windows can merge turns a few
+    hundred ms apart), the pieces' voices are clustered, else their windows' (average linkage)."""
+    labelled = spectral_voices(pieces)
+    if labelled is not None and len(labelled[0]) >= 2:
+        return labelled[0], True
+    voices = voices_of(pieces)
+    return (np.array([mean_voice(voice) for voice in voices]) if len(voices) > 1 else window_voices(pieces)), False
 
 
 def spectral_voices(pieces: list[Piece]) -> tuple[np.ndarray, dict[int, set[int]]] | None:
@@ -165,11 +174,16 @@ def spectral_voices(pieces: list[Piece]) -> tuple[np.ndarray, dict[int, set[int]
     centres = centres[order]
     of_piece = {}
     for piece, _, window in windows:
-        similarity = np.sort(centres @ window)[::-1]
-        apart = WINDOW_MARGIN_SHARE * (1 - float(np.max(np.triu(centres @ centres.T, 1))))
-        if similarity[0] - similarity[1] >= apart:  # clearly nearer one voice than any other
-            of_piece.setdefault(id(piece), set()).add(int(np.argmax(centres @ window)))
+        if (voice := window_voice(window, centres)) is not None:
+            of_piece.setdefault(id(piece), set()).add(voice)
     return centres, of_piece
+
+
+def window_voice(window: np.ndarray, centres: np.ndarray) -> int | None:
+    """The voice a window is of: the one it is nearer than any other by WINDOW_MARGIN_SHARE of their distance."""
+    similarity = np.sort(centres @ window)[::-1]
+    apart = WINDOW_MARGIN_SHARE * (1 - float(np.max(np.triu(centres @ centres.T, 1))))
+    return int(np.argmax(centres @ window)) if similarity[0] - similarity[1] >= apart else None
 
 
 def unit(vector: np.ndarray) -> np.ndarray:

@@ -26,6 +26,7 @@ from tpu_demo.segmenting.read import (
 )
 from tpu_demo.segmenting.settings import PARTS, recogniser, segment_settings, settings_fingerprint
 from tpu_demo.segmenting.stages import TIMES, Models, Stages, span, timed
+from tpu_demo.segmenting.turns import cut_at_turns, turn_cuts
 from tpu_demo.segmenting.write import (
     CORRECTIONS,
     REPORT,
@@ -75,6 +76,19 @@ def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, sett
             measured[span(piece)] = voice_of(audio16k, piece, models.get("voice"))
         stages.save("quality", stages.quality_key, measured)
     with_quality(pieces, measured)
+
+
+def turns_of_recording(recording, pieces: list[Piece], stages: Stages, audio16k=None) -> dict[str, list[float]]:
+    """Where the recording's pieces are cut at a change of voice (turns.turn_cuts), as found before if it was."""
+    cuts = stages.load("turns", stages.turns_key)
+    if cuts is None:
+        if audio16k is None:
+            with timed("read"):
+                audio16k = read_recording(recording.audio, recording.channel)[0]
+        with timed("turns"):
+            cuts = turn_cuts(pieces, audio16k)
+        stages.save("turns", stages.turns_key, cuts)
+    return cuts
 
 
 def with_quality(pieces: list[Piece], measured: dict) -> None:
@@ -173,6 +187,9 @@ def segment_share(config, recordings, out: Path, state) -> None:
         pieces, audio16k = cut_and_measure(recording, stage, models) if found is None else (found[0], None)
         done += found is not None
         qualify(recording, pieces, stage, models, settings, audio16k)
+        if recording.text is None:  # a dialogue's turns without a pause: its pieces cut there, the parts measured
+            pieces = cut_at_turns(pieces, turns_of_recording(recording, pieces, stage, audio16k))
+            qualify(recording, pieces, stage, models, settings)
         transcribe(recording, pieces, stage, models, settings)
         if aligns(recording, settings):  # in each process: the join, in the main one, finds them done
             align_recording(recording, pieces, stage, models)
@@ -200,11 +217,17 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
     """Every recording's pieces judged, joined into clips, written; metadata.csv and the report. The speaker check
     and the pace filter need all recordings; the models are not needed."""
     settings, asr_model, max_text_tokens = config.recordings, recogniser(config), config.data.max_text_tokens
-    pieces_of, seconds_of = {}, {}
+    pieces_of, seconds_of, uncut = {}, {}, {}
     for recording in recordings:
         stages = Stages(recording, out, settings, asr_model)
         pieces, seconds_of[recording.name] = stages.pieces(recording)
-        with_quality(pieces, stages.load("quality", stages.quality_key) or {})
+        measured = stages.load("quality", stages.quality_key) or {}
+        if recording.text is None:  # the voices are told from the pieces as cut, before they were cut at turns
+            with_quality(pieces, measured)
+            judge(pieces, recording, settings)
+            uncut[recording.name] = pieces
+            pieces = cut_at_turns(pieces, stages.load("turns", stages.turns_key) or {})
+        with_quality(pieces, measured)
         transcripts = stages.load("transcripts", stages.transcripts_key) or {}
         judge(pieces, recording, settings)
         for piece in pieces:
@@ -215,7 +238,10 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
         pieces = pieces_of[recording.name]
         if aligns(recording, settings):
             align_recording(recording, pieces, Stages(recording, out, settings, asr_model), models)
-        voices[recording.name] = diarize(pieces) if recording.text is None else len(voices_of(pieces)) or 1
+        if recording.text is None:
+            voices[recording.name] = diarize(pieces, uncut[recording.name])
+        else:
+            voices[recording.name] = len(voices_of(pieces)) or 1
         if not aligns(recording, settings):  # a transcript's text, tagged by its voice; another language's own
             give_texts(pieces, recording, settings.max_asr_cer)
         if (voices[recording.name] > 1 and recording.text is None) or "[S2]" in (recording.text or ""):

@@ -14,6 +14,7 @@ from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.settings import recogniser, recording_folder
 
 STAGES = 7  # the version of what the stages store: a change here redoes them all
+TURNS = 4  # the version of where a dialogue's pieces are cut at a change of voice (turns.py)
 MEASURES = 2  # the version of the costly measures (DNSMOS at a piece's own length, the voice with its windows)
 TIMES = collections.Counter()  # seconds this process spent in each stage this run (the main one: all processes)
 
@@ -52,6 +53,7 @@ class Stages:
         self.pieces_key = key(STAGES, "pieces", stat.st_size, stat.st_mtime_ns, *cut)
         self.transcripts_key = key(self.pieces_key, asr_model, settings.segment_language)
         self.quality_key = key(self.pieces_key, MEASURES)
+        self.turns_key = key(self.quality_key, TURNS)
 
     def load(self, stage: str, stage_key: str):
         path = self.folder / f"{stage}.json"

@@ -168,6 +168,13 @@ def report_lines(summary: dict, out: Path) -> list[str]:
         f"dropped: {dropped or 'none'}",
         f"kept per speaker: {speakers or 'none'}",
     ]
+    if mostly := summary.get("mostly_dropped"):
+        listed = "; ".join(
+            f"{name} {held['kept']:.1f} of {held['seconds']:.1f} s ("
+            + ", ".join(f"{reason} {count}" for reason, count in held["reasons"].items()) + ")"
+            for name, held in sorted(mostly.items())
+        )  # fmt: skip
+        lines.append(f"recordings that kept under half their speech: {listed}: see why on {out / PAGE}")
     if channels := summary.get("channels"):
         listed = "; ".join(f"{name}: {channel}" for name, channel in sorted(channels.items()))
         lines.append(f"read from the channel that holds the speech (the others' are noise): {listed}")
@@ -241,6 +248,9 @@ def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float, channe
     soundfile.write(str(target), loudness_normalised(mono, rate, target_lufs), rate, subtype="PCM_16")
 
 
+MOSTLY = 0.5  # a recording that keeps less than this share of its speech is named in the summary
+
+
 def summarise(clips: list[Clip], recordings: int) -> dict:
     """Counts and seconds kept and dropped, by reason (the reason's words before its figures) and by speaker; the
     kept clips whose text was aligned (and the least confidence), those that carry a transcript unchecked, and
@@ -259,6 +269,14 @@ def summarise(clips: list[Clip], recordings: int) -> dict:
     unchecked = [clip for clip in kept if clip.alignment is None and not clip.corrected and not clip.review]
     review = [clip for clip in kept if clip.review]
     unmeasured = [clip for clip in kept if clip.snr_db is None]
+    by_recording = {}
+    for clip in clips:
+        held = by_recording.setdefault(clip.recording, {"kept": 0.0, "seconds": 0.0, "reasons": {}})
+        held["seconds"] += clip.seconds
+        if clip.dropped:
+            held["reasons"][clip.dropped] = held["reasons"].get(clip.dropped, 0) + 1
+        else:
+            held["kept"] += clip.seconds
 
     def tally(some: list[Clip]) -> dict:
         return {"clips": len(some), "seconds": round(sum(clip.seconds for clip in some), 2)}
@@ -272,6 +290,11 @@ def summarise(clips: list[Clip], recordings: int) -> dict:
         "unmeasured_snr": tally(unmeasured),
         "dropped": {reason: {"clips": n, "seconds": round(s, 2)} for reason, (n, s) in reasons.items()},
         "speakers": {speaker: {"clips": n, "seconds": round(s, 2)} for speaker, (n, s) in speakers.items()},
+        "mostly_dropped": {
+            name: {"kept": round(held["kept"], 2), "seconds": round(held["seconds"], 2), "reasons": held["reasons"]}
+            for name, held in by_recording.items()
+            if held["kept"] < MOSTLY * held["seconds"]
+        },
         "clips": [asdict(clip) for clip in clips],
     }
 
