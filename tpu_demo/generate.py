@@ -72,7 +72,22 @@ def load_model(model_dir: Path, base_model: str | None):
         model.generation_config = GenerationConfig.from_pretrained(model_dir)
         read_sharded_weights(model, model_dir)
         return model.eval()
-    return DiaForConditionalGeneration.from_pretrained(model_dir)
+    from safetensors import SafetensorError
+
+    try:
+        model = DiaForConditionalGeneration.from_pretrained(model_dir)
+    except (SafetensorError, OSError, ValueError) as error:  # a truncated or overwritten weights file
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise FineTuneError(
+            f"{model_dir}: its weights cannot be read ({first}): the file is damaged; a run's checkpoints/step-N/ "
+            "holds another copy"
+        ) from None
+    if not all(bool(torch.isfinite(parameter).all()) for parameter in model.parameters()):
+        raise FineTuneError(
+            f"{model_dir}: its weights hold NaN or inf (a damaged file, or a run whose loss diverged): use an earlier "
+            "checkpoint (checkpoints/step-N/)"
+        )
+    return model
 
 
 def output_paths(out: Path, count: int) -> list[Path]:

@@ -1,5 +1,8 @@
 """Hearing the fine-tune: samples during training (two processes stay in step) and `python -m tpu_demo.generate`."""
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from tests.demo_utils import assert_ok, generate, run_demo, run_main, summary, tiny_codec, tiny_speaker_model
@@ -68,12 +71,27 @@ def test_generate_writes_audio_from_final_and_from_a_checkpoint(two_process_run,
         ("cold", "temperature 0.5: transformers' Dia generation raises a temperature below 1 to 1"),
         ("no_candidate", "top_k 0: keep at least 1 candidate (1: greedy decoding)"),
         ("run_folder", "is a run's output folder: give"),
+        ("truncated", "its weights cannot be read (Error while deserializing header"),
+        ("nan_weights", "its weights hold NaN or inf"),
     ],
 )
 def test_generate_refuses_bad_input_clearly(two_process_run, tmp_path, case, message):
+    # a truncated or NaN final/model.safetensors ended generate in a safetensors or sampling traceback
     out, result = two_process_run
     assert_ok(result)
+    if case in ("truncated", "nan_weights"):
+        from safetensors.torch import load_file, save_file
+
+        damaged = Path(shutil.copytree(out / "final", tmp_path / "final")) / "model.safetensors"
+        if case == "truncated":
+            damaged.write_bytes(damaged.read_bytes()[:100])
+        else:
+            weights = load_file(damaged)
+            weights[next(iter(weights))][...] = float("nan")
+            save_file(weights, damaged, metadata={"format": "pt"})
     args = {
+        "truncated": [tmp_path / "final", "x"],
+        "nan_weights": [tmp_path / "final", "x"],
         "no_processor": [out / "checkpoints/step-2", "x", "--processor", tmp_path],
         "prompt_without_text": [out / "final", "x", "--audio_prompt", out / "samples/step-2/prompt-1.wav"],
         "missing_prompt": [out / "final", "x", "--audio_prompt", "/nonexistent.wav", "--audio_prompt_text", "y"],
