@@ -7,9 +7,16 @@ from typing import NoReturn
 PREFIX = "tpu_demo"
 
 
+class ConfigParser(argparse.ArgumentParser):
+    """Its flags anywhere among the overrides (`launch my.yaml --segment dataset=clips`), not only after them."""
+
+    def parse_args(self, args=None, namespace=None):
+        return self.parse_intermixed_args(args, namespace)
+
+
 def config_parser(prog: str, description: str) -> argparse.ArgumentParser:
     """A parser for the commands that read the one YAML config and `key=value` overrides."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = ConfigParser(prog=prog, description=description)
     parser.add_argument("config", help="YAML file with training and accelerate settings")
     parser.add_argument("overrides", nargs="*", help="key=value settings that replace the file's")
     return parser

@@ -120,3 +120,17 @@ def test_a_sampling_strategy_the_fine_tuner_does_not_apply_is_refused():
     expected = "train_sampling_strategy: 'batch_rebalance' is not one of" if on_5x else "unknown config keys"
     with pytest.raises(FineTuneError, match=re.escape(expected)):
         check_config(raw)
+
+
+@pytest.mark.parametrize("command", ["launch", "segment"])
+def test_a_flag_may_stand_between_the_config_and_the_overrides(command):
+    # `launch my.yaml --segment dataset=clips` ended in argparse's "unrecognized arguments: dataset=clips"
+    import importlib
+
+    from tpu_demo.cli import config_parser
+
+    module = importlib.import_module(f"tpu_demo.{command}")
+    parser = config_parser(f"tpu_demo.{command}", module.__doc__.splitlines()[0])
+    parser.add_argument("--dry-run", action="store_true")
+    args = parser.parse_args(["my.yaml", "--dry-run", "dataset=clips", "num_processes=2"])
+    assert (args.config, args.overrides, args.dry_run) == ("my.yaml", ["dataset=clips", "num_processes=2"], True)
