@@ -142,7 +142,7 @@ def test_where_spectral_clustering_hears_one_voice_the_windows_are_still_asked(m
     # voice, and all 3 kept clips were [S1] over both; the windows' own clustering hears two
     from tpu_demo.segmenting import diarize as stage
 
-    monkeypatch.setattr(stage, "spectral_voices", lambda pieces: (np.zeros((1, 16)), {}))
+    monkeypatch.setattr(stage, "spectral_voices", lambda pieces: np.zeros((1, 16)))
     rng = np.random.default_rng(4)
     turns = [[0] * 4, [1] * 4, [0, 0, 1, 1], [1] * 4, [0] * 4, [1] * 4, [0] * 4, [1] * 4, [0] * 4]
     found = pieces(*[(5.0 * number, 5.0 * number + 4.5) for number in range(len(turns))])

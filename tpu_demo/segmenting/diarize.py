@@ -119,20 +119,20 @@ def voice_centres(pieces: list[Piece]) -> tuple[np.ndarray, bool]:
     """The recording's voices (unit vectors, in the order first heard) and whether spectral clustering told them:
     too few windows to cluster, or one voice to it (its smoothing over neighbouring windows can merge turns a few
     hundred ms apart), the pieces' voices are clustered, else their windows' (average linkage)."""
-    labelled = spectral_voices(pieces)
-    if labelled is not None and len(labelled[0]) >= 2:
-        return labelled[0], True
+    centres = spectral_voices(pieces)
+    if centres is not None and len(centres) >= 2:
+        return centres, True
     voices = voices_of(pieces)
     return (np.array([mean_voice(voice) for voice in voices]) if len(voices) > 1 else window_voices(pieces)), False
 
 
-def spectral_voices(pieces: list[Piece]) -> tuple[np.ndarray, dict[int, set[int]]] | None:
+def spectral_voices(pieces: list[Piece]) -> np.ndarray | None:
     """The voices of a recording told by its pieces' WINDOW s windows (GE2E), clustered by spectral clustering
     (spectralcluster: the number of voices from the eigengap of the windows' affinities, so two alike voices are
     told apart relative to each other, where a fixed similarity took them for one). The windows of every piece with
     a voice count, those dropped for noise too (the first voice heard may be in one). Returns each voice's unit
-    mean, in the order first heard (a voice of at least MIN_VOICE_WINDOWS windows and MIN_VOICE_SECONDS), and the
-    voices each piece's windows are of; None where there are too few windows to cluster."""
+    mean, in the order first heard (a voice of at least MIN_VOICE_WINDOWS windows and MIN_VOICE_SECONDS); None where
+    there are too few windows to cluster."""
     windows = [(piece, piece.start + number, np.asarray(window)) for piece in pieces if piece.voice
                for number, window in enumerate(piece.voice_windows or [])]  # fmt: skip
     if len(windows) < SPECTRAL_WINDOWS:
@@ -159,7 +159,7 @@ def spectral_voices(pieces: list[Piece]) -> tuple[np.ndarray, dict[int, set[int]
         if (labels == label).sum() >= MIN_VOICE_WINDOWS and WINDOW * (labels == label).sum() >= MIN_VOICE_SECONDS
     ]
     if len(major) < 2:
-        return np.zeros((len(major), vectors.shape[1])), {}
+        return np.zeros((len(major), vectors.shape[1]))
     # the clusterer smooths its labels over neighbouring windows (a turn's edges): the voices are its clusters'
     # means, refined by each window's nearest (k-means steps), and a window is of the voice it is nearest
     centres = np.array([unit(vectors[labels == label].mean(axis=0)) for label in major])
@@ -170,13 +170,7 @@ def spectral_voices(pieces: list[Piece]) -> tuple[np.ndarray, dict[int, set[int]
     nearest = np.argmax(vectors @ centres.T, axis=1)
     first = [min(at for (_, at, _), k in zip(windows, nearest, strict=True) if k == voice) if (nearest == voice).any()
              else np.inf for voice in range(len(centres))]  # fmt: skip
-    order = np.argsort(first)
-    centres = centres[order]
-    of_piece = {}
-    for piece, _, window in windows:
-        if (voice := window_voice(window, centres)) is not None:
-            of_piece.setdefault(id(piece), set()).add(voice)
-    return centres, of_piece
+    return centres[np.argsort(first)]
 
 
 def window_voice(window: np.ndarray, centres: np.ndarray) -> int | None:

@@ -100,8 +100,9 @@ def measure(audio16k: np.ndarray, marks: dict, rate: int, spans, judge=None, enc
 
 
 def tone_frames(audio16k: np.ndarray, spans) -> dict:
-    """The pauses' 64 ms frames (TONE_GAP s or more from speech): each one's time, whether it holds a sustained tone,
-    and the semitone of its strongest peak."""
+    """The pauses' 64 ms frames (TONE_GAP s or more from speech): each one's time (`at`), whether it holds any sound
+    (`heard`) and a sustained tone (`sustained`); and whether the recording's notes change (`notes_change`: a share
+    MUSIC_NOTES of the sustained frames' strongest peaks off their most common semitone)."""
     from scipy.ndimage import median_filter
 
     away = np.ones(len(audio16k), dtype=bool)
@@ -126,20 +127,20 @@ def tone_frames(audio16k: np.ndarray, spans) -> dict:
     lag = round(TONE_HOLD * RATE / TONE_HOP)
     for index in range(len(starts) - lag):
         if starts[index + lag] - starts[index] == lag * TONE_HOP and tonal[index] and tonal[index + lag]:
-            now, later = peaks[index], peaks[index + lag]
-            held = (later & (near[index])).sum() / max(now.sum(), later.sum(), 1)
+            later = peaks[index + lag]
+            held = (later & near[index]).sum() / max(peaks[index].sum(), later.sum(), 1)
             found["sustained"][index] = held >= 0.5
     strongest = (np.argmax(np.where(peaks, db, -np.inf), axis=1) + low) * RATE / TONE_FRAME
     semitones = np.round(12 * np.log2(np.maximum(strongest, 1.0) / 440)).astype(int)[found["sustained"]]
     common = np.unique(semitones, return_counts=True)[1].max() if len(semitones) else 0
-    found["heard"], found["notes_change"] = heard, len(semitones) and 1 - common / len(semitones) >= MUSIC_NOTES
+    found["heard"], found["notes_change"] = heard, bool(len(semitones)) and 1 - common / len(semitones) >= MUSIC_NOTES
     return found
 
 
 def music_around(frames: dict, start: float, end: float) -> float | None:
-    """Of the pauses' frames within NOISE_REACH s of a piece (or 15 s, or the recording's, where those hold under
-    0.25 s), the share that hold sustained tones, where the recording's notes change (`tone_frames`; else a fan, a
-    hum: 0.0); None where its pauses are digital silence or too short to hear."""
+    """Of the pauses' frames within MUSIC_REACH s of a piece (or the recording's, where those hold under 0.25 s),
+    the share that hold sustained tones, where the recording's notes change (`tone_frames`; else a fan, a hum: 0.0);
+    None where its pauses are digital silence or too short to hear."""
     for reach in (MUSIC_REACH, np.inf):
         near = (frames["at"] >= start - reach) & (frames["at"] <= end + reach) & frames["heard"]
         if near.sum() * TONE_HOP / RATE >= 0.25:

@@ -10,12 +10,12 @@ import itertools
 
 import numpy as np
 
-from tpu_demo.segmenting.diarize import voice_centres, window_voice
+from tpu_demo.segmenting.diarize import WINDOW, voice_centres, window_voice
 from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.read import RATE
 
 TURN_GAP, TURN_DB = 0.05, 30.0  # seconds of near silence between turns; how far under the piece's loud level
-HOP, LENGTH = 0.77, 1.6  # the GE2E windows (Resemblyzer's partials: 1.3 a second, 1.6 s each)
+HOP = 0.77  # seconds between a piece's GE2E windows (Resemblyzer's partials: 1.3 a second, WINDOW s each)
 EDGE = 0.3  # seconds: a part is at least this long
 TURN_WINDOWS = 2  # windows of one voice on each side of a change
 
@@ -41,8 +41,8 @@ def turn_cuts(pieces: list[Piece], audio16k: np.ndarray) -> dict[str, list[float
                 and len({voice for _, voice in held[:TURN_WINDOWS]}) == 1
                 and len({voice for _, voice in held[TURN_WINDOWS:]}) == 1
             ):  # the change lies between their middles
-                low = piece.start + before * HOP + LENGTH / 2
-                high = piece.start + after * HOP + LENGTH / 2
+                low = piece.start + before * HOP + WINDOW / 2
+                high = piece.start + after * HOP + WINDOW / 2
                 if (cut := gap_in(audio16k, piece, low, high)) is not None:
                     found.append(cut)
         if found:
