@@ -194,24 +194,7 @@ def report_lines(summary: dict, out: Path) -> list[str]:
             "unchecked (no NAME.txt beside their recordings): proofread them in metadata.csv, or give the "
             "recordings their text, which is aligned"
         )
-    review = summary.get("review", {"clips": 0})
-    if review["clips"]:
-        lines.append(
-            f"{review['clips']} clips ({review['seconds']:.1f} s) carry the recogniser's transcript, unchecked (no "
-            f"NAME.txt beside their recordings): they are in {out / REVIEW}, not in metadata.csv. Proofread them (a "
-            "corrected text, or yes in `checked`, joins metadata.csv on the next run), give the recordings their "
-            "text, or set train_on_unchecked_text: true to train on them as they are"
-        )
-        if summary.get("segment_settings", {}).get("segment_asr_model") == "pocketsphinx":
-            lines.append(
-                "the offline recogniser (pocketsphinx) gets most clips' words wrong: for better transcripts set "
-                "segment_asr_model: openai/whisper-small (downloaded once), or give each recording its NAME.txt"
-            )
-        else:  # no recogniser's confidence is judged yet: its words are proofread, or trained on when asked
-            lines.append(
-                "a recogniser's transcript is often right, never checked: listen to some on segment_report.html; if "
-                "they are right, train_on_unchecked_text: true puts them all in metadata.csv"
-            )
+    lines += review_lines(summary, out)
     unmeasured = summary["unmeasured_snr"]
     if unmeasured["clips"]:
         lines.append(
@@ -230,6 +213,30 @@ def report_lines(summary: dict, out: Path) -> list[str]:
         f"dataset: {out / 'metadata.csv'}; every clip and why it was dropped: {out / REPORT}; to listen to them: "
         f"{out / PAGE}",
     ]
+
+
+def review_lines(summary: dict, out: Path) -> list[str]:
+    """What the summary says of the clips sent to review.csv, and of the recogniser whose words they carry."""
+    review = summary.get("review", {"clips": 0})
+    if not review["clips"]:
+        return []
+    lines = [
+        f"{review['clips']} clips ({review['seconds']:.1f} s) carry the recogniser's transcript, unchecked (no "
+        f"NAME.txt beside their recordings): they are in {out / REVIEW}, not in metadata.csv. Proofread them (a "
+        "corrected text, or yes in `checked`, joins metadata.csv on the next run), give the recordings their "
+        "text, or set train_on_unchecked_text: true to train on them as they are"
+    ]
+    if summary.get("segment_settings", {}).get("segment_asr_model") == "pocketsphinx":
+        lines.append(
+            "the offline recogniser (pocketsphinx) gets most clips' words wrong: for better transcripts set "
+            "segment_asr_model: openai/whisper-small (downloaded once), or give each recording its NAME.txt"
+        )
+    else:  # no recogniser's confidence is judged yet: its words are proofread, or trained on when asked
+        lines.append(
+            "a recogniser's transcript is often right, never checked: listen to some on segment_report.html; if "
+            "they are right, train_on_unchecked_text: true puts them all in metadata.csv"
+        )
+    return lines
 
 
 def write_clip(clip: Clip, path: Path, out_dir: Path, target_lufs: float, channel: int | None = None) -> None:
