@@ -131,6 +131,57 @@ def tiny_asr(folder) -> Path:
     return folder
 
 
+def tiny_whisper(folder) -> Path:
+    """A random Whisper (80 mel bins, one layer each side) with a character vocabulary and Whisper's special tokens,
+    saved as a user's ASR folder: it transcribes nonsense, in English when asked, as a real Whisper's folder loads."""
+    import json
+
+    from transformers import (
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+        WhisperProcessor,
+        WhisperTokenizer,
+    )
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    specials = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|translate|>", "<|transcribe|>"]
+    specials += ["<|startoflm|>", "<|startofprev|>", "<|nocaptions|>", "<|notimestamps|>"]
+    characters = [chr(code) for code in range(33, 127)] + ["\u0120"]  # byte-level BPE writes a space as U+0120
+    vocab = {token: number for number, token in enumerate(characters + specials)}
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\n")
+    end = "<|endoftext|>"
+    tokenizer = WhisperTokenizer(
+        str(folder / "vocab.json"), str(folder / "merges.txt"), unk_token=end, bos_token=end, eos_token=end,
+        pad_token=end,
+    )  # fmt: skip
+    tokenizer.add_special_tokens({"additional_special_tokens": specials[1:]})
+    WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tokenizer).save_pretrained(
+        folder
+    )
+    ids = {token: tokenizer.convert_tokens_to_ids(token) for token in specials}
+    config = WhisperConfig(
+        vocab_size=len(tokenizer), num_mel_bins=80, encoder_layers=1, decoder_layers=1, d_model=16,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
+        decoder_start_token_id=ids["<|startoftranscript|>"], eos_token_id=ids[end], pad_token_id=ids[end],
+        bos_token_id=ids[end], architectures=["WhisperForConditionalGeneration"],
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = WhisperForConditionalGeneration(config)
+    generation = model.generation_config
+    generation.decoder_start_token_id, generation.no_timestamps_token_id = (
+        config.decoder_start_token_id,
+        ids[specials[-1]],
+    )
+    generation.lang_to_id = {"<|en|>": ids["<|en|>"]}
+    generation.task_to_id = {"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]}
+    generation.is_multilingual, generation.max_length, generation._from_model_config = True, 24, False
+    model.save_pretrained(folder)
+    return folder
+
+
 def tiny_speaker_model(folder) -> Path:
     """A random WavLM x-vector speaker-verification model (16 kHz), saved as a user's `eval_speaker_model` folder: its
     embeddings tell no speakers apart, which is all the plumbing and the arithmetic need."""

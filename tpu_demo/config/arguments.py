@@ -281,7 +281,17 @@ class RecordingsArguments:
         metadata={
             "help": "clips of recordings without their text carry the recogniser's transcript, unchecked: by default "
             "they go to review.csv beside metadata.csv, to proofread (correct a text, or write yes in its `checked` "
-            "column, and run again: it joins metadata.csv); true: they go to metadata.csv as they are"
+            "column, and run again: it joins metadata.csv), unless min_asr_confidence trusts them; true: they go to "
+            "metadata.csv as they are"
+        },
+    )
+    min_asr_confidence: float = field(
+        default=0.5,
+        metadata={
+            "help": "a transformers recogniser's transcript (Whisper, wav2vec2) goes to metadata.csv, not review.csv, "
+            "when the recogniser gave every token of its words at least this probability (0.5: each more likely "
+            "than all others together); 1: none is trusted. pocketsphinx gives no probability: its clips are "
+            "reviewed"
         },
     )
 
@@ -293,6 +303,8 @@ class RecordingsArguments:
             raise FineTuneError(
                 f"max_clip_seconds: {self.max_clip_seconds} is not more than min_clip_seconds {self.min_clip_seconds}"
             )
+        if not 0 <= self.min_asr_confidence <= 1:
+            raise FineTuneError(f"min_asr_confidence: {self.min_asr_confidence} is not a probability between 0 and 1")
         if self.pace_tolerance <= 1:
             raise FineTuneError(f"pace_tolerance: {self.pace_tolerance} must be more than 1 (a factor)")
         if not 0 < self.vad_threshold < 1:

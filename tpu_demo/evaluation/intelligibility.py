@@ -70,6 +70,63 @@ class Transcriber:
             audio = soxr.resample(audio, sampling_rate, self.sampling_rate)
         return self.pipeline({"raw": audio, "sampling_rate": self.sampling_rate}, **self.options)["text"].strip()
 
+    @torch.no_grad()
+    def heard(self, audio, sampling_rate: int) -> tuple[str, float | None]:
+        """The transcript of one piece and the recogniser's confidence in it: the least probability it gave a token
+        of a word it wrote (a speech-to-text model's at each step it generated; a CTC model's, a token's best frame),
+        so one word it was unsure of makes the whole text unsure; None where it wrote no word."""
+        audio = torch.as_tensor(audio).float().flatten().numpy()
+        if len(audio) == 0:
+            return "", None
+        if sampling_rate != self.sampling_rate:
+            import soxr
+
+            audio = soxr.resample(audio, sampling_rate, self.sampling_rate)
+        model = self.pipeline.model
+        inputs = self.pipeline.feature_extractor(audio, sampling_rate=self.sampling_rate, return_tensors="pt")
+        inputs = {name: value.to(model.device) for name, value in inputs.items()}
+        if model.config.is_encoder_decoder:
+            return self.generated(inputs)
+        probabilities = model(**inputs).logits[0].float().softmax(-1)
+        best, ids = probabilities.max(-1)
+        text = self.pipeline.tokenizer.decode(ids).strip()  # repeats grouped, blanks left out, as the pipeline's
+        runs = torch.cat([torch.ones(1, dtype=torch.long, device=ids.device), (ids[1:] != ids[:-1]).long()]).cumsum(0)
+        written = runs[ids != self.pipeline.tokenizer.pad_token_id].unique().tolist()  # CTC's blank is its pad
+        worded = [run for run in written if said(self.pipeline.tokenizer.decode(ids[runs == run][:1]))]
+        return text, min((float(best[runs == run].max()) for run in worded), default=None)
+
+    def generated(self, inputs: dict) -> tuple[str, float | None]:
+        """A speech-to-text model's transcript, generated as the pipeline does, and the least probability the model
+        gives a token of its words after the tokens before it, as `heard`."""
+        model, tokenizer = self.pipeline.model, self.pipeline.tokenizer
+        inputs = {
+            name: value.to(model.dtype) if value.is_floating_point() else value for name, value in inputs.items()
+        }
+        options = self.options.get("generate_kwargs", {})
+        if prepare := getattr(
+            self.pipeline, "_prepare_generate_kwargs", None
+        ):  # 5.x: the pipeline's (Whisper's beams)
+            options = prepare(options)
+        elif getattr(self.pipeline, "generation_config", None) is not None:  # 4.x passes its own, with those beams
+            options = {"generation_config": self.pipeline.generation_config, **options}
+        found = model.generate(**inputs, **options, return_dict_in_generate=True)
+        tokens = found.sequences[:1]  # with its prompt (start, language, task): what the model was given
+        start = model.generation_config.decoder_start_token_id
+        if tokens[0, 0] != start:
+            tokens = torch.cat([torch.full_like(tokens[:, :1], start), tokens], dim=1)
+        logits = model(**inputs, decoder_input_ids=tokens[:, :-1]).logits[0].float()
+        chosen = logits.softmax(-1).gather(1, tokens[0, 1:, None])[:, 0]
+        special = set(tokenizer.all_special_ids)
+        written = [float(probability) for probability, token in zip(chosen, tokens[0, 1:].tolist(), strict=True)
+                   if token not in special and said(tokenizer.decode([token]))]  # fmt: skip
+        return tokenizer.decode(tokens[0], skip_special_tokens=True).strip(), min(written, default=None)
+
+
+def said(token: str) -> bool:
+    """Whether a token writes a letter or a digit: punctuation and spaces change no word, and a recogniser is often
+    unsure of a comma."""
+    return any(character.isalnum() for character in token)
+
 
 @contextlib.contextmanager
 def quiet_transformers():

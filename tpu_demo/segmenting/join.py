@@ -26,6 +26,7 @@ class Clip:
     snr_db: float | None = None
     bandwidth_hz: float | None = None  # the narrowest of its pieces'
     alignment: float | None = None  # the least confident of its pieces' alignments; None: not aligned
+    asr_confidence: float | None = None  # the recogniser's least, over its pieces' transcripts; None: one has none
     dropped: str | None = None  # why, in a few words (the report counts by them), for a clip that is not kept
     detail: str = ""  # the figures behind `dropped`
     dnsmos: dict = field(default_factory=dict)
@@ -124,6 +125,8 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings, ma
         clip.snr_db = min(snrs) if snrs else None
         confidences = [piece.alignment for piece in group if piece.alignment is not None]
         clip.alignment = min(confidences) if confidences else None
+        heard = [piece.asr_confidence for piece in group]
+        clip.asr_confidence = None if None in heard else min(heard)
         widths = [piece.bandwidth_hz for piece in group if piece.bandwidth_hz is not None]
         clip.bandwidth_hz = min(widths) if widths else None
         clip.dnsmos = {key: min(piece.dnsmos[key] for piece in group) for key in group[0].dnsmos}

@@ -49,6 +49,7 @@ class Piece:
     fault_detail: str = ""
     turn: str | None = None  # its voice in a dialogue without a transcript: [S1] or [S2] (diarize)
     transcript: str | None = None
+    asr_confidence: float | None = None  # the recogniser's in its transcript (Transcriber.heard); None: it gives none
     text: str = ""
     dropped: str | None = None
     detail: str = ""

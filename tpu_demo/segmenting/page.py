@@ -64,11 +64,9 @@ def kept_table(kept: list[dict]) -> str:
     rows = []
     for clip in sorted(kept, key=lambda clip: (clip.get("alignment") is not None, clip.get("alignment") or 0.0)):
         confidence = clip.get("alignment")
-        shown = (
-            "unchecked transcript" + (" (review.csv)" if clip.get("review") else "")
-            if confidence is None
-            else confidence
-        )
+        heard = clip.get("asr_confidence")
+        unchecked = "unchecked transcript" if heard is None else f"recogniser {heard:.2f}"
+        shown = unchecked + (" (review.csv)" if clip.get("review") else "") if confidence is None else confidence
         rows.append(
             f'<tr class="kept" data-audio="{html.escape(clip["audio"])}"><td>{player(clip["audio"])}</td>'
             + "".join(

@@ -115,7 +115,7 @@ def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, s
         start, stop = int(piece.start * rate), int(piece.end * rate)
         audio, _ = soundfile.read(str(recording.audio), start=start, stop=stop, dtype="float32", always_2d=True)
         samples = levelled(without_dc(heard(audio, recording.channel), rate), rate)  # as the other models hear it
-        transcripts[span(piece)] = models.get("recogniser")(samples, rate)
+        transcripts[span(piece)] = models.get("recogniser")(samples, rate)  # its words and confidence
     stages.save("transcripts", stages.transcripts_key, transcripts)
 
 
@@ -231,7 +231,7 @@ def merge(config, recordings, out: Path, unreadable: dict[str, str], allow_remov
         transcripts = stages.load("transcripts", stages.transcripts_key) or {}
         judge(pieces, recording, settings)
         for piece in pieces:
-            piece.transcript = transcripts.get(span(piece))
+            piece.transcript, piece.asr_confidence = transcripts.get(span(piece), (None, None))
         pieces_of[recording.name] = pieces
     models, voices, dialogues = Models(config, "cpu"), {}, set()  # the aligner, for pieces no run aligned before
     for recording in recordings:  # the turns of a dialogue: its text's (aligned first), else its voices'

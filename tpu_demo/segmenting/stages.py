@@ -15,6 +15,7 @@ from tpu_demo.segmenting.settings import recogniser, recording_folder
 
 STAGES = 7  # the version of what the stages store: a change here redoes them all
 TURNS = 4  # the version of where a dialogue's pieces are cut at a change of voice (turns.py)
+TRANSCRIPTS = 2  # the version of what the transcribe stage stores: each piece's words and the recogniser's confidence
 MEASURES = 2  # the version of the costly measures (DNSMOS at a piece's own length, the voice with its windows)
 TIMES = collections.Counter()  # seconds this process spent in each stage this run (the main one: all processes)
 
@@ -51,7 +52,7 @@ class Stages:
         stat = recording.path.stat()
         cut = (settings.vad_threshold, settings.min_pause_seconds, settings.max_clip_seconds)
         self.pieces_key = key(STAGES, "pieces", stat.st_size, stat.st_mtime_ns, *cut)
-        self.transcripts_key = key(self.pieces_key, asr_model, settings.segment_language)
+        self.transcripts_key = key(self.pieces_key, asr_model, settings.segment_language, TRANSCRIPTS)
         self.quality_key = key(self.pieces_key, MEASURES)
         self.turns_key = key(self.quality_key, TURNS)
 
@@ -102,12 +103,13 @@ class Models:
             elif name == "aligner":
                 self.loaded[name] = align.Aligner(max(align.ALIGN_SILENCE, settings.min_pause_seconds + 0.15))
             elif recogniser(self.config) == "pocketsphinx":
-                self.loaded[name] = transcribe.Pocketsphinx(settings.segment_language)
+                self.loaded[name] = transcribe.Pocketsphinx(settings.segment_language).heard
             else:
                 from tpu_demo.evaluation.intelligibility import Transcriber
 
                 model, language = recogniser(self.config), settings.segment_language
-                self.loaded[name] = Transcriber(model, key="segment_asr_model", device=self.device, language=language)
+                transcriber = Transcriber(model, key="segment_asr_model", device=self.device, language=language)
+                self.loaded[name] = transcriber.heard  # a piece's words and the recogniser's confidence in them
 
 
 def span(piece) -> str:

@@ -33,6 +33,10 @@ class Pocketsphinx:
         self.new_decoder = functools.partial(Decoder, loglevel="FATAL")
         self.decoder = self.new_decoder()  # 0.4 s, once: its language model is most of that
 
+    def heard(self, audio: np.ndarray, rate: int) -> tuple[str, None]:
+        """The transcript of one piece, and no confidence: pocketsphinx's scores are not probabilities."""
+        return self(audio, rate), None
+
     def __call__(self, audio: np.ndarray, rate: int) -> str:
         samples = pcm16(to_model_rate(audio, rate))
         decoder = self.decoder

@@ -97,14 +97,20 @@ def read_review(out: Path) -> dict[tuple, str]:
 
 
 def for_review(kept: list[Clip], settings) -> list[Clip]:
-    """The kept clips whose text is a recogniser's, unchecked (none aligned it, nor did the user correct it): to
-    review.csv, not metadata.csv, unless `train_on_unchecked_text`."""
+    """The kept clips whose text is a recogniser's, unchecked (none aligned it, nor did the user correct it), and the
+    recogniser not sure of it (`min_asr_confidence`): to review.csv, not metadata.csv, unless
+    `train_on_unchecked_text`."""
     if settings.train_on_unchecked_text:
         return []
-    review = [clip for clip in kept if clip.alignment is None and not clip.corrected]
+    review = [clip for clip in kept if clip.alignment is None and not clip.corrected and not trusted(clip, settings)]
     for clip in review:
         clip.review = True
     return review
+
+
+def trusted(clip: Clip, settings) -> bool:
+    """Whether the recogniser was sure of every word of the clip's transcript (a transformers recogniser's)."""
+    return clip.asr_confidence is not None and clip.asr_confidence >= settings.min_asr_confidence
 
 
 def write_review(review: list[Clip], out: Path, language) -> None:
@@ -194,6 +200,12 @@ def report_lines(summary: dict, out: Path) -> list[str]:
             "unchecked (no NAME.txt beside their recordings): proofread them in metadata.csv, or give the "
             "recordings their text, which is aligned"
         )
+    recognised = summary.get("recognised", {"clips": 0})
+    if recognised["clips"]:
+        lines.append(
+            f"{recognised['clips']} kept clips carry the recogniser's transcript, each word's tokens at a probability "
+            f"of {recognised['least_confidence']:.2f} or more (min_asr_confidence): listen to some on {PAGE}"
+        )
     lines += review_lines(summary, out)
     unmeasured = summary["unmeasured_snr"]
     if unmeasured["clips"]:
@@ -231,10 +243,11 @@ def review_lines(summary: dict, out: Path) -> list[str]:
             "the offline recogniser (pocketsphinx) gets most clips' words wrong: for better transcripts set "
             "segment_asr_model: openai/whisper-small (downloaded once), or give each recording its NAME.txt"
         )
-    else:  # no recogniser's confidence is judged yet: its words are proofread, or trained on when asked
+    else:
         lines.append(
-            "a recogniser's transcript is often right, never checked: listen to some on segment_report.html; if "
-            "they are right, train_on_unchecked_text: true puts them all in metadata.csv"
+            "the recogniser was less sure than min_asr_confidence of a word in each of these (its probability per "
+            f"clip is on {PAGE}); if most are right, a lower min_asr_confidence, or train_on_unchecked_text: true, "
+            "puts them in metadata.csv"
         )
     return lines
 
@@ -273,7 +286,9 @@ def summarise(clips: list[Clip], recordings: int) -> dict:
         count, seconds = speakers.get(clip.speaker or "-", (0, 0.0))
         speakers[clip.speaker or "-"] = (count + 1, seconds + clip.seconds)
     aligned = [clip.alignment for clip in kept if clip.alignment is not None]
-    unchecked = [clip for clip in kept if clip.alignment is None and not clip.corrected and not clip.review]
+    heard = [clip for clip in kept if clip.alignment is None and not clip.corrected and not clip.review]
+    unchecked = [clip for clip in heard if clip.asr_confidence is None]
+    recognised = [clip.asr_confidence for clip in heard if clip.asr_confidence is not None]
     review = [clip for clip in kept if clip.review]
     unmeasured = [clip for clip in kept if clip.snr_db is None]
     by_recording = {}
@@ -293,6 +308,7 @@ def summarise(clips: list[Clip], recordings: int) -> dict:
         "kept": tally(kept),
         "aligned": {"clips": len(aligned), "least_confidence": min(aligned, default=None)},
         "unchecked": tally(unchecked),
+        "recognised": {"clips": len(recognised), "least_confidence": min(recognised, default=None)},
         "review": tally(review),
         "unmeasured_snr": tally(unmeasured),
         "dropped": {reason: {"clips": n, "seconds": round(s, 2)} for reason, (n, s) in reasons.items()},
