@@ -123,6 +123,27 @@ def write_quick_turns(folder, seed: int = 0) -> dict:
     return _truth("talks/quick", "talks/quick.wav", "dialogue", samples, RATE, found)
 
 
+def write_greeting_first(folder, seed: int = 0) -> dict:
+    """The DIALOGUE's words without its transcript or its laugh (`talks/greeting`), bob's first, after alice's "Hi
+    there!" 120 ms before them (one piece to the speech detector: its first window is mostly bob's); then turns
+    0.5-0.9 s apart. alice, heard first, is [S1]."""
+    rng = np.random.default_rng(seed + 800)
+    turns = [("alice", "Hi there!", 0.12)]
+    turns += [
+        (speaker, written.replace(" (laughs)", ""), rng.uniform(0.5, 0.9)) for speaker, written, _ in DIALOGUE[1:]
+    ]
+    parts, found, at = [np.zeros(RATE // 2, np.float32)], [], RATE // 2
+    for speaker, said, pause in turns:
+        speech = speak(said, VOICES[speaker], RATE)
+        found.append(Sentence(at / RATE, (at + len(speech)) / RATE, said, speaker))
+        parts += [speech, np.zeros(int(pause * RATE), np.float32)]
+        at += len(speech) + int(pause * RATE)
+    samples = np.concatenate([*parts, np.zeros(RATE // 2, np.float32)])
+    samples = (samples * (0.5 / np.abs(samples).max())).astype(np.float32)
+    _save(Path(folder) / "talks/greeting.wav", samples, RATE)
+    return _truth("talks/greeting", "talks/greeting.wav", "dialogue", samples, RATE, found)
+
+
 def write_faults_in_pieces(folder, seed: int = 0) -> dict:
     """faults inside sentences of one recording (its other sentences clean): three digital dropouts (50-150 ms of
     zeros inside words) in sentence 1, a +12 dB gain step inside a word of sentence 3 (the rest of the recording

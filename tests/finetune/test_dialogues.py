@@ -166,6 +166,17 @@ def test_turns_a_fraction_of_a_second_apart_are_cut_apart_and_tagged(tmp_path):
     assert row["good_kept"] >= 0.8 * row["good_seconds"] and row["cuts_inside"] == 0, row
 
 
+def test_a_greeting_just_before_the_other_voices_turn_is_the_first_voice_and_its_own_turn(tmp_path):
+    # "Hi there!" 120 ms before the other voice's sentence: one piece, whose windows are mostly the other voice's; it
+    # was tagged with it, and that voice was [S1] in every clip (all swapped)
+    truth, report, scores = segment_planted(planted_speech.write_greeting_first, tmp_path)
+    assert report["voices"] == {"talks/greeting": 2}
+    assert planted_speech.tag_errors(truth, report) == {"talks/greeting": 0}
+    first = min((clip for clip in report["clips"] if not clip["dropped"]), key=lambda clip: clip["start"])
+    assert first["start"] < truth["talks/greeting"]["sentences"][0]["end"]  # the greeting kept, in its first clip
+    assert first["text"].startswith("[S1] ") and "[S2]" in first["text"], first["text"]
+
+
 def test_a_piece_is_cut_where_its_windows_change_voice_at_a_gap_and_not_without_one():
     from tpu_demo.segmenting.turns import cut_at_turns, gap_in, turn_cuts
 

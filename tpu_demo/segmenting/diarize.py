@@ -7,7 +7,9 @@ The voices are told by the pieces' 1.6 s GE2E windows, clustered by spectral clu
 of voices from the eigengap), so that two alike voices are told apart relative to each other; each window is of the
 voice it is clearly nearest. A piece whose windows are of two voices (a turn without a pause) is dropped as
 `uncertain voice`, and so is a third voice's. A recording of too few windows is clustered by its pieces' voices
-(average linkage, SciPy). Not caught: a turn shorter than a window (a backchannel, a greeting under a second)."""
+(average linkage, SciPy). The first voice is the one of the earliest window clearly of a voice, over the pieces as
+cut at turns (turns.py cuts a short first turn from the piece it began). Not caught: turns under two windows in a
+run of quick turns."""
 
 import numpy as np
 
@@ -19,6 +21,7 @@ MIN_VOICE_PIECES, MIN_VOICE_SECONDS = 2, 3.0  # a voice of a dialogue speaks at 
 TAGS = ("[S1]", "[S2]")  # Dia's speakers
 SOUND_GAP = 0.5  # seconds: a short sound this close to a turn is that turn's
 WINDOW, MIN_VOICE_WINDOWS, WINDOW_MARGIN = 1.6, 3, 0.1  # a piece's GE2E windows (seconds); a voice's fewest of them
+HOP = 0.77  # seconds between a piece's GE2E windows (Resemblyzer's partials: 1.3 a second, WINDOW s each)
 SPECTRAL_WINDOWS, MAX_VOICES = 30, 4  # the fewest windows spectral clustering is run on; the most voices it finds
 REFINE_STEPS = 3  # k-means steps from the spectral clusters' means to the voices
 WINDOW_MARGIN_SHARE = 0.15  # a window is of a voice when nearer it than any other by this share of their distance
@@ -79,6 +82,8 @@ def diarize(pieces: list[Piece], voices_from: list[Piece] | None = None) -> int:
     The voices are told from `voices_from` (the pieces before they were cut at turns: turns.py), else the pieces.
     Returns how many voices it holds (1: all `[S1]`, as before)."""
     centres, spectral = voice_centres(voices_from or pieces)
+    if len(centres) > 1:
+        centres = centres[heard_first(pieces, centres)]
     labels = {}
     if spectral:  # each window the voice it is clearly nearest
         labels = {id(piece): {voice for window in piece.voice_windows or []
@@ -104,15 +109,32 @@ def diarize(pieces: list[Piece], voices_from: list[Piece] | None = None) -> int:
         else:
             unsure.append((piece, best, float(similarity[best])))
     for piece, best, similarity in unsure:
+        short = piece.end - piece.start < VOICE_SECONDS
+        clear = {window_voice(np.asarray(window), centres) for window in piece.voice_windows or []}
+        if short and len(clear) == 1 and None not in clear and (voice := clear.pop()) < len(TAGS):
+            piece.turn = TAGS[voice]  # a short turn clearly of one voice (one cut from the next: turns.short_turns)
+            continue
         # a short sound close after or before a turn (a laugh, "mm"): too short for its voice to tell, that turn's
         near = [other for other in pieces if other.turn and gap(piece, other) <= SOUND_GAP]
-        if piece.end - piece.start < VOICE_SECONDS and near and best < len(TAGS):
+        if short and near and best < len(TAGS):
             piece.turn = min(near, key=lambda other: gap(piece, other)).turn
             continue
         piece.dropped = "uncertain voice"
         which = "a third voice" if best >= len(TAGS) else "neither voice of its recording"
         piece.detail = f"{which}: similarity {similarity:.2f} to its nearest"
     return len(centres)
+
+
+def heard_first(pieces: list[Piece], centres: np.ndarray) -> np.ndarray:
+    """The order of the voices by the first window clearly of each (`window_voice`), over the pieces as cut at turns:
+    a short first turn cut from the piece it began (turns.short_turns) has a window of its own, where the uncut
+    piece's first window heard the next voice more. A voice never clearly heard keeps its place after the others."""
+    first = np.full(len(centres), np.inf)
+    for piece in pieces:
+        for number, window in enumerate(piece.voice_windows or [] if piece.voice else []):
+            if (voice := window_voice(np.asarray(window), centres)) is not None:
+                first[voice] = min(first[voice], piece.start + number * HOP)
+    return np.argsort(first, kind="stable")
 
 
 def voice_centres(pieces: list[Piece]) -> tuple[np.ndarray, bool]:

@@ -78,15 +78,16 @@ def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, sett
     with_quality(pieces, measured)
 
 
-def turns_of_recording(recording, pieces: list[Piece], stages: Stages, audio16k=None) -> dict[str, list[float]]:
+def turns_of_recording(recording, pieces: list[Piece], stages: Stages, models: Models, audio16k=None) -> dict:
     """Where the recording's pieces are cut at a change of voice (turns.turn_cuts), as found before if it was."""
     cuts = stages.load("turns", stages.turns_key)
     if cuts is None:
         if audio16k is None:
             with timed("read"):
                 audio16k = read_recording(recording.audio, recording.channel)[0]
+        models.get("voice")  # loaded; its calls here are the turns stage's time, not counted twice
         with timed("turns"):
-            cuts = turn_cuts(pieces, audio16k)
+            cuts = turn_cuts(pieces, audio16k, models.loaded["voice"])
         stages.save("turns", stages.turns_key, cuts)
     return cuts
 
@@ -188,7 +189,7 @@ def segment_share(config, recordings, out: Path, state) -> None:
         done += found is not None
         qualify(recording, pieces, stage, models, settings, audio16k)
         if recording.text is None:  # a dialogue's turns without a pause: its pieces cut there, the parts measured
-            pieces = cut_at_turns(pieces, turns_of_recording(recording, pieces, stage, audio16k))
+            pieces = cut_at_turns(pieces, turns_of_recording(recording, pieces, stage, models, audio16k))
             qualify(recording, pieces, stage, models, settings)
         transcribe(recording, pieces, stage, models, settings)
         if aligns(recording, settings):  # in each process: the join, in the main one, finds them done

@@ -1,8 +1,10 @@
 """The turns stage: a piece of a dialogue without a transcript cut where its voice changes without a pause the speech
 detector takes (turns 60-300 ms apart). Between two of its 1.6 s windows clearly of different voices (diarize), it
 is cut in the middle of the longest stretch of at least TURN_GAP s that is TURN_DB under the piece's loud level; with
-none (the voices overlap, or the gap is noise) it is not cut, and diarize drops it as two voices. Each part is
-measured as a piece of its own, and is tagged only if its own windows are of one voice.
+none (the voices overlap, or the gap is noise) it is not cut, and diarize drops it as two voices. A turn too short
+for windows of its own at either end of a piece (a greeting, a quick reply) is cut at such a stretch where the voice
+before it and the voice after it are clearly two. Each part is measured as a piece of its own, and is tagged only if
+its own windows are of one voice.
 """
 
 import dataclasses
@@ -10,18 +12,20 @@ import itertools
 
 import numpy as np
 
-from tpu_demo.segmenting.diarize import WINDOW, voice_centres, window_voice
+from tpu_demo.segmenting.diarize import HOP, WINDOW, voice_centres, window_voice
 from tpu_demo.segmenting.measure import Piece
-from tpu_demo.segmenting.read import RATE
+from tpu_demo.segmenting.read import RATE, levelled
 
 TURN_GAP, TURN_DB = 0.05, 30.0  # seconds of near silence between turns; how far under the piece's loud level
-HOP = 0.77  # seconds between a piece's GE2E windows (Resemblyzer's partials: 1.3 a second, WINDOW s each)
 EDGE = 0.3  # seconds: a part is at least this long
 TURN_WINDOWS = 2  # windows of one voice on each side of a change
+SHORT_TURN = WINDOW + HOP  # seconds: a turn at a piece's end shorter than this has not TURN_WINDOWS windows of its own
+SHORT_TURN_GAPS = 3  # the quiet stretches nearest each end of a piece where a short turn is looked for
 
 
-def turn_cuts(pieces: list[Piece], audio16k: np.ndarray) -> dict[str, list[float]]:
-    """Where each piece of two voices is cut (by its span, "start-end"), given the recording at 16 kHz."""
+def turn_cuts(pieces: list[Piece], audio16k: np.ndarray, encoder=None) -> dict[str, list[float]]:
+    """Where each piece of two voices is cut (by its span, "start-end"), given the recording at 16 kHz; with the
+    voice `encoder`, short turns at the pieces' ends too (`short_turns`)."""
     centres, cuts = voice_centres(pieces)[0], {}
     if len(centres) < 2:
         return {}
@@ -45,30 +49,76 @@ def turn_cuts(pieces: list[Piece], audio16k: np.ndarray) -> dict[str, list[float
                 high = piece.start + after * HOP + WINDOW / 2
                 if (cut := gap_in(audio16k, piece, low, high)) is not None:
                     found.append(cut)
+        if encoder is not None:
+            found += short_turns(piece, sorted(found), audio16k, centres, encoder)
         if found:
             cuts[f"{piece.start:.3f}-{piece.end:.3f}"] = sorted(set(found))
     return cuts
 
 
+def short_turns(piece: Piece, cuts: list[float], audio16k: np.ndarray, centres: np.ndarray, encoder) -> list[float]:
+    """Cuts of `piece` (already cut at `cuts`) at a turn shorter than SHORT_TURN at its start or its end: at one of
+    the SHORT_TURN_GAPS quiet stretches nearest that end (`gaps`) where that turn's voice and the voice of up to
+    SHORT_TURN s on the other side (to the next cut) are clearly two (`two_voices`); of several, where the two sides
+    are most apart (a pause inside the turn leaves some of it on the other side). With a cut at each end, what is
+    between them must be clearly the other voice of each."""
+    first, last = [*cuts, piece.end][0], [piece.start, *cuts][-1]  # the ends of the parts the turns would be in
+    heads = gaps(audio16k, piece, piece.start, min(first, piece.start + SHORT_TURN))[:SHORT_TURN_GAPS]
+    tails = gaps(audio16k, piece, max(last, piece.end - SHORT_TURN), piece.end)[::-1][:SHORT_TURN_GAPS]
+    head = max((two_voices(audio16k, [(piece.start, cut), (cut, min(first, cut + SHORT_TURN))], centres, encoder)
+                for _, cut in heads), default=None)  # fmt: skip
+    tail = max((two_voices(audio16k, [(max(last, cut - SHORT_TURN), cut), (cut, piece.end)], centres, encoder)
+                for _, cut in tails), default=None)  # fmt: skip
+    head, tail = (found if found and found[0] > 0 else None for found in (head, tail))
+    if head and tail and head[1] < tail[1]:
+        between = window_voice(np.asarray(voice_at(audio16k, head[1], tail[1], encoder)), centres)
+        head, tail = (head if between == head[2][1] else None), (tail if between == tail[2][0] else None)
+    elif head and tail:  # the same stretch, or stretches crossed: the turn where the two sides are most apart
+        head, tail = (head, None) if head[0] >= tail[0] else (None, tail)
+    return [found[1] for found in (head, tail) if found]
+
+
+def two_voices(audio16k: np.ndarray, spans: list[tuple[float, float]], centres: np.ndarray, encoder) -> tuple:
+    """(how far apart, where they meet, their voices) of two spans of the recording (seconds), each of one voice
+    clearly (`window_voice`: one encoding of each side, as short as it is): each side's similarity to its own voice
+    over its similarity to the other's, added; 0 where they are not two voices."""
+    voices = [np.asarray(voice_at(audio16k, start, end, encoder)) for start, end in spans]
+    heard = [window_voice(voice, centres) for voice in voices]
+    if None in heard or heard[0] == heard[1]:
+        return 0.0, spans[0][1], heard
+    contrast = sum(float(centres[own] @ voice - centres[other] @ voice)
+                   for voice, own, other in zip(voices, heard, heard[::-1], strict=True))  # fmt: skip
+    return contrast, spans[0][1], heard
+
+
+def voice_at(audio16k: np.ndarray, start: float, end: float, encoder) -> list[float]:
+    """The voice (GE2E, levelled as measure takes it) of the recording from `start` to `end` s."""
+    return encoder(levelled(audio16k[int(start * RATE) : int(end * RATE)]))[0]
+
+
 def gap_in(audio16k: np.ndarray, piece: Piece, low: float, high: float) -> float | None:
-    """The middle of the longest stretch that reaches between `low` and `high` s (EDGE from the piece's ends) whose
-    10 ms windows are all TURN_DB under the piece's loud level (its 90th percentile), if TURN_GAP s or longer."""
+    """The middle of the longest of the `gaps` that reach between `low` and `high` s; None where there is none."""
+    found = gaps(audio16k, piece, low, high)
+    return max(found)[1] if found else None
+
+
+def gaps(audio16k: np.ndarray, piece: Piece, low: float, high: float) -> list[tuple[float, float]]:
+    """(length, middle) in seconds of each stretch that reaches between `low` and `high` s (EDGE from the piece's
+    ends) whose 10 ms windows are all TURN_DB under the piece's loud level (its 90th percentile), if TURN_GAP s or
+    longer; in the order they come."""
     size = RATE // 100
     samples = audio16k[int(piece.start * RATE) : int(piece.end * RATE)].astype(np.float64)
     windows = samples[: len(samples) // size * size].reshape(-1, size)
     if not len(windows):
-        return None
+        return []
     level = 10 * np.log10(np.mean(windows**2, axis=1) + 1e-12)
     quiet = level < np.percentile(level, 90) - TURN_DB
     quiet[: int(EDGE * 100)] = quiet[len(quiet) - int(EDGE * 100) :] = False
     first, last = int((low - piece.start) * 100), int((high - piece.start) * 100)
     edges = np.flatnonzero(np.diff(np.concatenate([[0], quiet.astype(np.int8), [0]])))
-    runs = [(stop - start, start, stop) for start, stop in zip(edges[::2], edges[1::2], strict=True)
+    return [((stop - start) / 100, round(piece.start + (start + stop) / 200, 3))
+            for start, stop in zip(edges[::2], edges[1::2], strict=True)
             if stop - start >= TURN_GAP * 100 and start <= last and stop >= first]  # fmt: skip
-    if not runs:
-        return None
-    _, start, stop = max(runs)
-    return round(piece.start + (start + stop) / 200, 3)
 
 
 def cut_at_turns(pieces: list[Piece], cuts: dict[str, list[float]]) -> list[Piece]:
