@@ -105,9 +105,10 @@ def write_dialogues(folder, seed: int = 0) -> dict:
     return truth
 
 
-def write_quick_turns(folder, seed: int = 0) -> dict:
-    """The DIALOGUE's words without its transcript or its laugh (`talks/quick`), each turn 80-200 ms after the last:
-    no pause the speech detector cuts at (0.3 s), as people talk. Every turn is good speech."""
+def write_quick_turns(folder, seed: int = 0, with_text: bool = False) -> dict:
+    """The DIALOGUE's words without its laugh (`talks/quick`), each turn 80-200 ms after the last: no pause the
+    speech detector cuts at (0.3 s), as people talk; `with_text`: its transcript beside it. Every turn is good
+    speech."""
     rng = np.random.default_rng(seed + 700)
     parts, found, at = [np.zeros(RATE // 2, np.float32)], [], RATE // 2
     for speaker, written, _ in DIALOGUE:
@@ -120,6 +121,9 @@ def write_quick_turns(folder, seed: int = 0) -> dict:
     samples = np.concatenate([*parts, np.zeros(RATE // 2, np.float32)])
     samples = (samples * (0.5 / np.abs(samples).max())).astype(np.float32)
     _save(Path(folder) / "talks/quick.wav", samples, RATE)
+    if with_text:
+        tags = [f"[S{1 if s.voice == found[0].voice else 2}] {s.text}" for s in found]
+        (Path(folder) / "talks/quick.txt").write_text(" ".join(tags) + "\n", encoding="utf-8")
     return _truth("talks/quick", "talks/quick.wav", "dialogue", samples, RATE, found)
 
 

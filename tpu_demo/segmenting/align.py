@@ -4,6 +4,7 @@ written, speaker turns `[S1]`/`[S2]` included.
 """
 
 import difflib
+import functools
 import hashlib
 import math
 import re
@@ -28,6 +29,9 @@ from tpu_demo.segmenting.transcribe import pcm16
 
 UNIT_END = re.compile(r"[.!?;:,][\"')\]]*$")  # a written word that ends a unit of text (text_units)
 SEARCH_SKIP, SEARCH_UNITS, SEARCH_TRIES = 2, 4, 6  # align_text's search for each piece's part of the text
+MAX_PART_UNITS = 16  # the most units of text one piece is tried with (part_units)
+TURN_CHANGE_COST = 0.5  # a part's turn changes make it less likely: turns part at pauses, but for quick turns
+LENGTH_TRIES = 3  # parts tried after the likeliest SEARCH_TRIES where none aligned cleanly: the likeliest by length
 SOUND_CHARACTERS = 15  # a non-verbal sound (a laugh) lasts about as long as this many characters said
 RESYNC_UNITS, RESYNC_TRIES = 40, 8  # a piece the search near the last taken part missed: parts this far on
 # a right text's fit (Aligner: thousandths of a log-likelihood a frame) is at most FIT_BAND under the recording's
@@ -41,7 +45,7 @@ SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no ch
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a10"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a11"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -175,10 +179,12 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
     (piece, text)`: Aligner's result), in the text's order: a part starts where the previous aligned piece's ended,
     or after up to SEARCH_SKIP units (text said in no piece) plus those the pieces that did not align since would
     have said at the pace so far (before any, the recording's: its speech over its text); parts of 1 to SEARCH_UNITS
-    units, the likeliest first (its characters against the piece's length; a skip of none, or of the units those
-    pieces said), at most SEARCH_TRIES. Where none is taken, parts of about the piece's length up to RESYNC_UNITS
-    units further on (a skipped block), the nearest first, at most RESYNC_TRIES. Never a part before the last one
-    taken: a piece whose text cannot be established is dropped as `uncertain alignment`, not given another's.
+    units or as many as the piece holds (`part_units`), the likeliest first (its characters against the piece's
+    length; a skip of none, or of the units those pieces said; fewer turn changes), at most SEARCH_TRIES, then
+    the LENGTH_TRIES likeliest by length alone (quick turns: several in one piece). Where none is taken, parts of
+    about the piece's length up to RESYNC_UNITS units further on (a skipped block), the nearest first, at most
+    RESYNC_TRIES. Never a part before the last one taken: a piece whose text cannot be established is dropped as
+    `uncertain alignment`, not given another's.
 
     A part is taken (`best_part`) only if it aligns without a problem, fits the audio as well as the recording's
     other pieces' texts fit theirs (its `fit`, the alignment's log-likelihood a frame over a free phone loop's, within
@@ -196,24 +202,29 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
     for piece in pieces:
         seconds, pace = piece.end - piece.start, float(np.median(paces)) if paces else first_pace
         expected, missed = seconds / pace, units_within(characters, at, lost / pace)
+        most = part_units(characters, at, expected)
         candidates = [(at + skip, length) for skip in range(SEARCH_SKIP + missed + 1)
-                      for length in range(1, SEARCH_UNITS + 1) if at + skip + length <= len(units)]  # fmt: skip
+                      for length in range(1, most + 1) if at + skip + length <= len(units)]  # fmt: skip
         if times:  # subtitles: the units whose cues are about where the piece is, wherever the search has got to
             candidates = [(start, length) for start in range(at, len(units)) for length in range(1, SEARCH_UNITS + 1)
                           if start + length <= len(units) and all(near(times[unit], piece) for unit in
                                                                   range(start, start + length))]  # fmt: skip
 
-        def likely(candidate, expected=expected, at=at, missed=missed):
+        def likely(candidate, expected=expected, at=at, missed=missed, turn_cost=TURN_CHANGE_COST):
             start, length = candidate
             said = sum(characters[start : start + length])
             changes = len(TURN_CHANGE.findall(joined_text(texts[start : start + length])))  # turns part at pauses
             return (
                 abs(said - expected) / max(expected, 1.0)
                 + 0.25 * min(start - at, abs(start - at - missed))
-                + (0.5 * changes)
+                + (turn_cost * changes)
             )
 
         tries = sorted(candidates, key=likely)[:SEARCH_TRIES]
+        # then the likeliest by length alone: quick turns put several in one piece
+        tries += [c for c in sorted(candidates, key=functools.partial(likely, turn_cost=0.0)) if c not in tries][
+            :LENGTH_TRIES
+        ]
         typical = float(np.median(fits)) if len(fits) >= MIN_FITS else None
         # in step: where the last taken part ended, no piece lost since (or at its subtitles' time)
         found = best_part(
@@ -245,6 +256,16 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
             piece.dropped = "uncertain alignment"
             piece.detail = failure_detail(failure, found["why"])
     judge_taken(pieces, taken, float(np.median(fits)) if fits else 0.0)
+
+
+def part_units(characters: list[int], at: int, expected: float) -> int:
+    """The most units a part from `at` may have: SEARCH_UNITS, or as many as a piece of `expected` characters holds
+    (half again, up to MAX_PART_UNITS): a stretch of quick turns with no pause is one piece of many sentences."""
+    held, said = 0, 0
+    while at + held < len(characters) and held < MAX_PART_UNITS and said + characters[at + held] <= 1.5 * expected:
+        said += characters[at + held]
+        held += 1
+    return max(SEARCH_UNITS, held)
 
 
 def further_parts(characters: list[int], at: int, expected: float, tries) -> list[tuple[int, int]]:
@@ -450,6 +471,10 @@ class Aligner:
         2.0  # the longest a non-verbal sound of the text (a laugh) may sound where the aligner hears silence
     )
     SOUND_HEARD = 0.15  # seconds of sound under a non-verbal sound's filler: less, and its tag was not heard
+    # a text of this many words that does not align at FRAME is aligned at FRAME / 2: one stretch of run-together
+    # words in a long piece (quick turns) is enough to fail; a short text that fails is more often not what is said,
+    # and a word or two more at a piece's end hide in its margins at 5 ms (a wrong text taken in a held-out set)
+    RETRY_WORDS = 25
     STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
 
     def __init__(self, max_silence: float):
@@ -487,6 +512,21 @@ class Aligner:
             self.loops[digest] = log_likelihood(loop.seg() or [])
         return self.loops[digest]
 
+    def aligned(self, decoder, frame: float, words: list[str], pcm: bytes) -> list | str:
+        """The decoder's segments of `words` forced onto `pcm`: none where they do not align, the decoder's error
+        where it refuses them."""
+        try:
+            decoder.set_align_text(" ".join(words))
+            decoder.start_utt()
+            decoder.process_raw(pcm, full_utt=True)
+            decoder.end_utt()
+        except Exception as error:
+            self.decoders.pop(frame)  # one left mid-utterance would refuse every later piece
+            if not isinstance(error, RuntimeError):
+                raise
+            return str(error)
+        return list(decoder.seg() or []) if decoder.hyp() is not None else []
+
     def __call__(self, audio: np.ndarray, rate: int, text: str) -> dict:
         """`text` as written: its spoken words (spoken.spoken) are aligned, a word the dictionary lacks with the
         pronunciation gruut gives it; a non-verbal tag as a sound."""
@@ -504,18 +544,15 @@ class Aligner:
             for word in dict.fromkeys(words):
                 known(decoder, word, given.get(word))
         pcm = pcm16(audio16k).tobytes()
-        try:
-            decoder.set_align_text(" ".join(words))
-            decoder.start_utt()
-            decoder.process_raw(pcm, full_utt=True)
-            decoder.end_utt()
-        except Exception as error:
-            self.decoders.pop(frame)  # one left mid-utterance would refuse every later piece
-            if not isinstance(error, RuntimeError):
-                raise
-            return {"confidence": 0.0, "problem": f"not aligned ({error})"}
-        segments = list(decoder.seg() or [])
-        if decoder.hyp() is None or not segments:
+        segments = self.aligned(decoder, frame, words, pcm)
+        if not segments and frame == self.FRAME and len(words) >= self.RETRY_WORDS:  # fast words somewhere in it
+            frame, decoder = self.FRAME / 2, self.decoder_at(self.FRAME / 2)
+            for word in dict.fromkeys(words):
+                known(decoder, word, given.get(word))
+            segments = self.aligned(decoder, frame, words, pcm)
+        if isinstance(segments, str):
+            return {"confidence": 0.0, "problem": f"not aligned ({segments})"}
+        if not segments:
             return {"confidence": 0.0, "problem": "the text does not align with the audio"}
         loud = loud_frames(audio16k, round(frame * RATE), self.QUIET_DB)
         aligned = [segment.word.split("(")[0] for segment in segments if not segment.word.startswith(("<", "["))]

@@ -263,6 +263,23 @@ def window_power(audio16k: np.ndarray) -> np.ndarray:
     return np.mean(windows**2, axis=1)
 
 
+def quiet_stretches(audio16k: np.ndarray, start: float, end: float, quiet_db: float, shortest: float, edge: float):
+    """(start, end) in seconds of each stretch of the recording between `start` and `end`, at least `shortest` s and
+    `edge` s from both ends, whose 10 ms windows are all `quiet_db` under the span's loud level (its 90th percentile):
+    a pause too short for the speech detector, a turn 60 ms after the last."""
+    size = RATE // 100
+    samples = audio16k[int(start * RATE) : int(end * RATE)].astype(np.float64)
+    windows = samples[: len(samples) // size * size].reshape(-1, size)
+    if not len(windows):
+        return []
+    level = 10 * np.log10(np.mean(windows**2, axis=1) + 1e-12)
+    quiet = level < np.percentile(level, 90) - quiet_db
+    quiet[: int(edge * 100)] = quiet[len(quiet) - int(edge * 100) :] = False
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], quiet.astype(np.int8), [0]])))
+    return [(start + first / 100, start + last / 100) for first, last in zip(edges[::2], edges[1::2], strict=True)
+            if last - first >= round(shortest * 100)]  # fmt: skip
+
+
 def recordings_digest(folder) -> str:
     """Which recordings and texts a folder holds: their names and sizes (cheap to take again before training)."""
     folder = Path(folder)

@@ -14,7 +14,7 @@ import numpy as np
 
 from tpu_demo.segmenting.diarize import HOP, WINDOW, voice_centres, window_voice
 from tpu_demo.segmenting.measure import Piece
-from tpu_demo.segmenting.read import RATE, levelled
+from tpu_demo.segmenting.read import RATE, levelled, quiet_stretches
 
 TURN_GAP, TURN_DB = 0.05, 30.0  # seconds of near silence between turns; how far under the piece's loud level
 EDGE = 0.3  # seconds: a part is at least this long
@@ -103,22 +103,11 @@ def gap_in(audio16k: np.ndarray, piece: Piece, low: float, high: float) -> float
 
 
 def gaps(audio16k: np.ndarray, piece: Piece, low: float, high: float) -> list[tuple[float, float]]:
-    """(length, middle) in seconds of each stretch that reaches between `low` and `high` s (EDGE from the piece's
-    ends) whose 10 ms windows are all TURN_DB under the piece's loud level (its 90th percentile), if TURN_GAP s or
-    longer; in the order they come."""
-    size = RATE // 100
-    samples = audio16k[int(piece.start * RATE) : int(piece.end * RATE)].astype(np.float64)
-    windows = samples[: len(samples) // size * size].reshape(-1, size)
-    if not len(windows):
-        return []
-    level = 10 * np.log10(np.mean(windows**2, axis=1) + 1e-12)
-    quiet = level < np.percentile(level, 90) - TURN_DB
-    quiet[: int(EDGE * 100)] = quiet[len(quiet) - int(EDGE * 100) :] = False
-    first, last = int((low - piece.start) * 100), int((high - piece.start) * 100)
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], quiet.astype(np.int8), [0]])))
-    return [((stop - start) / 100, round(piece.start + (start + stop) / 200, 3))
-            for start, stop in zip(edges[::2], edges[1::2], strict=True)
-            if stop - start >= TURN_GAP * 100 and start <= last and stop >= first]  # fmt: skip
+    """(length, middle) in seconds of each stretch of at least TURN_GAP s, TURN_DB under the piece's loud level
+    (`quiet_stretches`, EDGE from its ends), that reaches between `low` and `high` s; in the order they come."""
+    stretches = quiet_stretches(audio16k, piece.start, piece.end, TURN_DB, TURN_GAP, EDGE)
+    return [(round(end - start, 2), round((start + end) / 2, 3)) for start, end in stretches
+            if start <= high and end >= low]  # fmt: skip
 
 
 def cut_at_turns(pieces: list[Piece], cuts: dict[str, list[float]]) -> list[Piece]:
