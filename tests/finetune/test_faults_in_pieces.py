@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tests import planted_speech
+from tests.demo_utils import assert_ok
 from tests.finetune.test_segmenting import pieces, segment_planted
 from tests.testing_utils import require_dia
 
@@ -96,3 +97,46 @@ def test_a_louder_voice_after_a_pause_is_no_level_step_where_the_steepest_point_
     stepped = np.concatenate([sentence(0, 6.0), 4.0 * sentence(1, 6.0)])  # the same, inside speech: a step
     level = 10 * np.log10(np.mean(stepped[: len(stepped) // 160 * 160].reshape(-1, 160) ** 2, axis=1) + 1e-12)
     assert len(level_steps(level, [(0.0, 12.0)])) == 1
+
+
+LINES = (
+    "Where did you put the map of the old town?", "It is in the drawer under the window.",
+    "Did you check the train times for Monday?", "The first one leaves at half past eight.",
+    "Then we should get up early, I suppose.", "I will set two alarms to be safe.",
+    "Can you bring the small umbrella as well?", "Yes, and a warm coat for the evening.",
+)  # fmt: skip
+
+
+def stepped_talk(path, voices: list[str], gains: list[float]) -> None:
+    """Eight lines, each turn 0.15 s after the other's (one piece a pair: no pause) and 0.8 s before the next pair,
+    each voice at its gain: a level step inside each pair; a microphone's noise floor under it."""
+    import soundfile
+
+    from tests.planted_faults import speak
+
+    rate, parts = 44100, [np.zeros(22050, np.float32)]
+    for number, line in enumerate(LINES):
+        parts.append((0.1 * gains[number % 2] * speak(line, voices[number % 2], rate)).astype(np.float32))
+        parts.append(np.zeros(int((0.15 if number % 2 == 0 else 0.8) * rate), np.float32))
+    samples = np.concatenate(parts)
+    samples += (1e-4 * np.random.default_rng(0).standard_normal(len(samples))).astype(np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    soundfile.write(path, samples, rate)
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_level_step_where_the_speaker_changes_is_no_fault_and_one_voice_stepping_is(tmp_path):
+    # a louder voice's turn 0.15 s after the other's: each such piece was dropped as `level step`
+    import json
+
+    from tests.finetune.test_segmenting import needs_speech_models, segment_command
+
+    needs_speech_models()
+    stepped_talk(tmp_path / "raw/two-voices.wav", ["flite:awb", "flite:slt"], [1.0, 3.5])
+    stepped_talk(tmp_path / "raw/one-voice.wav", ["flite:rms", "flite:rms"], [1.0, 3.5])
+    assert_ok(segment_command(tmp_path / "out", f"recordings={tmp_path / 'raw'}", "train_on_unchecked_text=true"))
+    clips = json.loads((tmp_path / "out/segment_report.json").read_text())["clips"]
+    two = [clip for clip in clips if clip["recording"] == "two-voices"]
+    kept = sum(clip["end"] - clip["start"] for clip in two if not clip["dropped"])
+    assert kept >= 0.75 * sum(clip["end"] - clip["start"] for clip in two), two
+    assert sum(clip["dropped"] == "level step" for clip in clips if clip["recording"] == "one-voice") >= 1

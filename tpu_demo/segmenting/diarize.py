@@ -13,15 +13,14 @@ run of quick turns."""
 
 import numpy as np
 
-from tpu_demo.segmenting.judge import VOICE_SECONDS, mean_voice
-from tpu_demo.segmenting.measure import Piece
+from tpu_demo.segmenting.judge import DIARIZE_SIMILARITY, VOICE_SECONDS, mean_voice
+from tpu_demo.segmenting.measure import VOICE_HOP, VOICE_WINDOW, Piece
 
-DIARIZE_SIMILARITY = 0.75  # pieces whose voices are this similar on average are one voice (min_speaker_similarity's)
 MIN_VOICE_PIECES, MIN_VOICE_SECONDS = 2, 3.0  # a voice of a dialogue speaks at least this often and this long
 TAGS = ("[S1]", "[S2]")  # Dia's speakers
 SOUND_GAP = 0.5  # seconds: a short sound this close to a turn is that turn's
-WINDOW, MIN_VOICE_WINDOWS, WINDOW_MARGIN = 1.6, 3, 0.1  # a piece's GE2E windows (seconds); a voice's fewest of them
-HOP = 0.77  # seconds between a piece's GE2E windows (Resemblyzer's partials: 1.3 a second, WINDOW s each)
+WINDOW, HOP = VOICE_WINDOW, VOICE_HOP  # a piece's GE2E windows, and between their starts (seconds)
+MIN_VOICE_WINDOWS, WINDOW_MARGIN = 3, 0.1  # a voice's fewest windows; how much nearer one a window is
 SPECTRAL_WINDOWS, MAX_VOICES = 30, 4  # the fewest windows spectral clustering is run on; the most voices it finds
 REFINE_STEPS = 3  # k-means steps from the spectral clusters' means to the voices
 WINDOW_MARGIN_SHARE = 0.15  # a window is of a voice when nearer it than any other by this share of their distance

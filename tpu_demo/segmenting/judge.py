@@ -10,6 +10,7 @@ from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.read import Recording
 
 MIN_BANDWIDTH_HZ = 6000.0  # a narrower piece (telephone 3.4 kHz, AM radio 5 kHz) would teach a full-band codec muffled
+DIARIZE_SIMILARITY = 0.75  # pieces whose voices are this similar on average are one voice (min_speaker_similarity's)
 VOICE_SECONDS = 1.0  # a shorter piece's voice embedding is too uncertain to judge it by (GE2E: 1.6 s windows)
 OVERLAP_SPREAD = 5.0  # robust deviations under its speaker's usual window: a piece's least similar 1.6 s window
 LEAST_SPREAD = 0.02  # the smallest such deviation counted: one synthetic voice's windows vary by less than a person's
@@ -17,6 +18,16 @@ OVERLAP_PIECES = 6  # pieces of a voice needed to tell its usual windows: a dial
 OVERLAP_BAK = 0.5  # DNSMOS BAK under its speaker's usual: a second talker is background to DNSMOS
 MUSIC_SHARE = 0.25  # a piece whose pauses hold this share of music's frames (measure.music_around) has music under it
 MUSIC_DB = 40.0  # unless its SNR is over this: music that far under the voice is not heard over a room
+
+
+def voice_changes_at_step(piece: Piece) -> bool:
+    """Whether the piece's voice before its level step and after it (`measure.step_voices`) are less alike than one
+    speaker's pieces (DIARIZE_SIMILARITY): the step is a change of speaker, which levelling the clip fixes, not a gain
+    knob turned mid-word."""
+    if len(piece.fault_voices) != 2:
+        return False
+    one, other = (np.asarray(voice) for voice in piece.fault_voices)
+    return float(one @ other) < DIARIZE_SIMILARITY
 
 
 def judge(pieces: list[Piece], recording: Recording, settings) -> None:
@@ -36,7 +47,7 @@ def judge(pieces: list[Piece], recording: Recording, settings) -> None:
             piece.dropped, piece.detail = "too long", f"no pause within max_clip_seconds {settings.max_clip_seconds}"
         elif piece.clipped > settings.max_clipped_share:
             piece.dropped, piece.detail = "clipping", f"{piece.clipped:.2%} of its samples held flat at full scale"
-        elif piece.fault:
+        elif piece.fault and not (piece.fault == "level step" and voice_changes_at_step(piece)):
             piece.dropped, piece.detail = piece.fault, piece.fault_detail
         elif piece.bandwidth_hz is not None and piece.bandwidth_hz < MIN_BANDWIDTH_HZ:
             piece.dropped = "band-limited"

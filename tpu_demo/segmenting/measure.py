@@ -11,6 +11,7 @@ from tpu_demo.segmenting.read import RATE, WINDOW, levelled, window_power
 # a dropout: digital silence inside a piece with speech on both sides (10 ms within this many dB of the piece's loud
 # windows), cutting into the waveform by at least DROPOUT_CUT of its peak (read.digital_silences)
 DROPOUT_DB, DROPOUT_CUT = 25.0, 0.02
+VOICE_WINDOW, VOICE_HOP = 1.6, 0.77  # seconds: VoiceEncoder's windows, and between their starts (1.3 a second)
 STEP_DB, STEP_SPEECH = 9.0, 2.0  # a level step: this many dB between the median levels of this much speech each side
 STEP_PAUSE, STEP_SNAP = 0.3, 0.5  # seconds: a pause between loud windows (a word's stops are shorter); how near one
 EDGE_MARGIN = 0.05  # seconds: a fault this close to a piece's edge is in the pause (the detector cuts tight)
@@ -47,6 +48,8 @@ class Piece:
     voice_windows: list = field(default_factory=list)  # those of its 1.6 s windows (VoiceEncoder)
     fault: str | None = None  # a fault inside it: dropout, level step, clicks (inner_fault)
     fault_detail: str = ""
+    fault_at: float | None = None  # where in the recording its fault is (seconds)
+    fault_voices: list = field(default_factory=list)  # a level step's: the voice before it and after, each levelled
     turn: str | None = None  # its voice in a dialogue without a transcript: [S1] or [S2] (diarize)
     transcript: str | None = None
     asr_confidence: float | None = None  # the recogniser's in its transcript (Transcriber.heard); None: it gives none
@@ -94,6 +97,7 @@ def measure(audio16k: np.ndarray, marks: dict, rate: int, spans, judge=None, enc
         samples = levelled(audio16k[int(start * RATE) : int(end * RATE)])  # each piece at one level
         piece.bandwidth_hz = bandwidth(samples)
         piece.fault, piece.fault_detail = inner_fault(piece, marks, steps)
+        piece.fault_at = next((at for at, _ in steps if piece.start < at < piece.end), None)
         if judge is not None and encoder is not None:
             piece.dnsmos, (piece.voice, piece.voice_windows) = judge(samples), encoder(samples)
         pieces.append(piece)
@@ -205,6 +209,14 @@ def quality(audio16k: np.ndarray, piece: Piece, judge, encoder) -> dict:
     samples = levelled(audio16k[int(piece.start * RATE) : int(piece.end * RATE)])
     voice, windows = encoder(samples)
     return {"dnsmos": judge(samples), "voice": voice, "voice_windows": windows}
+
+
+def step_voices(audio16k: np.ndarray, piece: Piece, encoder) -> dict:
+    """The voice of the piece before its level step and after it, each levelled on its own (the encoder hears one
+    voice at two levels as two), with the piece's own voice."""
+    sides = [(piece.start, piece.fault_at), (piece.fault_at, piece.end)]
+    voices = [encoder(levelled(audio16k[int(start * RATE) : int(end * RATE)]))[0] for start, end in sides]
+    return voice_of(audio16k, piece, encoder) | {"fault_voices": voices}
 
 
 def voice_of(audio16k: np.ndarray, piece: Piece, encoder) -> dict:

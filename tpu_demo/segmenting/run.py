@@ -12,7 +12,7 @@ from tpu_demo.segmenting.align import align_text, alignment_key, aligns, give_te
 from tpu_demo.segmenting.diarize import diarize, turns_of, voices_of
 from tpu_demo.segmenting.join import join, with_margins
 from tpu_demo.segmenting.judge import VOICE_SECONDS, drop_other_voices, drop_unusual_pace, judge, needs_transcript
-from tpu_demo.segmenting.measure import Piece, measure, quality, voice_of
+from tpu_demo.segmenting.measure import Piece, measure, quality, step_voices, voice_of
 from tpu_demo.segmenting.page import write_page
 from tpu_demo.segmenting.read import (
     RATE,
@@ -58,20 +58,29 @@ def cut_and_measure(recording, stages: Stages, models: Models) -> tuple[list[Pie
 
 def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, settings, audio16k=None) -> None:
     """DNSMOS scores and voice of the pieces the cheap measures keep (judge), those of earlier runs reused; a
-    threshold that keeps more measures only those, reading the recording again."""
-
-    judge(pieces, recording, settings)
+    threshold that keeps more measures only those, reading the recording again. A piece whose level steps has its
+    voice measured first: a step where the voice changes is a change of speaker, no fault (judge)."""
     measured = stages.load("quality", stages.quality_key) or {}
+    steps = [piece for piece in pieces if piece.fault == "level step" and span(piece) not in measured]
+    if steps:
+        if audio16k is None:
+            with timed("read"):
+                audio16k = read_recording(recording.audio, recording.channel)[0]
+        for piece in steps:
+            measured[span(piece)] = step_voices(audio16k, piece, models.get("voice"))
+        with_quality(pieces, measured)
+    judge(pieces, recording, settings)
     todo = [piece for piece in pieces if not piece.dropped and "dnsmos" not in measured.get(span(piece), {})]
     # without a text, the voices of the pieces dropped before too: the first voice heard is [S1] (diarize)
     heard_only = [piece for piece in pieces if piece.dropped and span(piece) not in measured and recording.text is None
                   and piece.end - piece.start >= VOICE_SECONDS]  # fmt: skip
-    if todo or heard_only:
+    if todo or heard_only or steps:
         if audio16k is None:
             with timed("read"):
                 audio16k = read_recording(recording.audio, recording.channel)[0]
         for piece in todo:
-            measured[span(piece)] = quality(audio16k, piece, models.get("dnsmos"), models.get("voice"))
+            found = quality(audio16k, piece, models.get("dnsmos"), models.get("voice"))
+            measured[span(piece)] = measured.get(span(piece), {}) | found  # a level step's voices kept
         for piece in heard_only:
             measured[span(piece)] = voice_of(audio16k, piece, models.get("voice"))
         stages.save("quality", stages.quality_key, measured)
@@ -97,6 +106,7 @@ def with_quality(pieces: list[Piece], measured: dict) -> None:
         found = measured.get(span(piece), {})
         piece.dnsmos, piece.voice = found.get("dnsmos", {}), found.get("voice", [])
         piece.voice_windows = found.get("voice_windows", [])
+        piece.fault_voices = found.get("fault_voices", [])
 
 
 def transcribe(recording, pieces: list[Piece], stages: Stages, models: Models, settings) -> None:
