@@ -124,3 +124,22 @@ def test_the_recognisers_confidence_decides_which_transcripts_are_trained_on(tmp
     assert trained == {audio for audio, value in heard.items() if value >= middle}
     assert {row["audio"] for row in rows(out, "review.csv")} == set(heard) - trained
     assert "kept clips carry the recogniser's transcript, each word's tokens at a probability" in again.stdout
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_recordings_own_text_in_another_language_is_trained_on_not_reviewed(tmp_path):
+    # a German recording's own text, split over its clips through the recogniser's transcripts, went to review.csv as
+    # "the recogniser's transcript, unchecked (no NAME.txt beside their recordings)"
+    from tests.finetune.test_segmenting import needs_speech_models, rows, segment_command, user_recordings
+
+    needs_speech_models()
+    raw = user_recordings(tmp_path / "podcast")  # all but alice's take2 have their text
+    asr = f"segment_asr_model={tiny_asr(tmp_path / 'asr')}"
+    run = segment_command(
+        tmp_path / "clips", f"recordings={raw}", asr, "segment_language=de", "max_asr_cer=100", *NONSENSE
+    )
+    assert_ok(run)
+    trained, review = rows(tmp_path / "clips"), rows(tmp_path / "clips", "review.csv")
+    assert trained and all("alice/take2" not in row["audio"] and row["language"] == "de" for row in trained)
+    assert review and all("alice/take2" in row["audio"] for row in review)
+    assert run.stdout.count("carry the recogniser's transcript, unchecked") == 1  # the review list's line only

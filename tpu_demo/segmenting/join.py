@@ -31,6 +31,7 @@ class Clip:
     detail: str = ""  # the figures behind `dropped`
     dnsmos: dict = field(default_factory=dict)
     corrected: bool = False  # its text is the user's (corrections.csv)
+    own_text: bool = False  # its text is its recording's own (NAME.txt), aligned or split through transcripts
     review: bool = False  # kept, its text a recogniser's, unchecked: in review.csv, not metadata.csv
 
     @property
@@ -118,7 +119,7 @@ def join(pieces: list[Piece], recording: Recording, seconds: float, settings, ma
     for numbers in groups:
         group = [pieces[number] for number in numbers]
         span = with_margins(pieces, numbers[0], numbers[-1], seconds, settings.max_clip_seconds)
-        clip = Clip(recording.name, *span, recording.speaker)
+        clip = Clip(recording.name, *span, recording.speaker, own_text=recording.text is not None)
         clip.text = joined_text([piece.text for piece in group])
         clip.transcript = " ".join(piece.transcript or "" for piece in group).strip()
         snrs = [piece.snr_db for piece in group if piece.snr_db is not None]

@@ -97,12 +97,13 @@ def read_review(out: Path) -> dict[tuple, str]:
 
 
 def for_review(kept: list[Clip], settings) -> list[Clip]:
-    """The kept clips whose text is a recogniser's, unchecked (none aligned it, nor did the user correct it), and the
-    recogniser not sure of it (`min_asr_confidence`): to review.csv, not metadata.csv, unless
-    `train_on_unchecked_text`."""
+    """The kept clips whose text is a recogniser's, unchecked (not their recording's own text, aligned or split
+    through the transcripts; nor corrected by the user), and the recogniser not sure of it (`min_asr_confidence`):
+    to review.csv, not metadata.csv, unless `train_on_unchecked_text`."""
     if settings.train_on_unchecked_text:
         return []
-    review = [clip for clip in kept if clip.alignment is None and not clip.corrected and not trusted(clip, settings)]
+    review = [clip for clip in kept if clip.alignment is None and not clip.own_text and not clip.corrected]
+    review = [clip for clip in review if not trusted(clip, settings)]
     for clip in review:
         clip.review = True
     return review
@@ -286,7 +287,7 @@ def summarise(clips: list[Clip], recordings: int) -> dict:
         count, seconds = speakers.get(clip.speaker or "-", (0, 0.0))
         speakers[clip.speaker or "-"] = (count + 1, seconds + clip.seconds)
     aligned = [clip.alignment for clip in kept if clip.alignment is not None]
-    heard = [clip for clip in kept if clip.alignment is None and not clip.corrected and not clip.review]
+    heard = [clip for clip in kept if clip.alignment is None and not (clip.own_text or clip.corrected or clip.review)]
     unchecked = [clip for clip in heard if clip.asr_confidence is None]
     recognised = [clip.asr_confidence for clip in heard if clip.asr_confidence is not None]
     review = [clip for clip in kept if clip.review]
