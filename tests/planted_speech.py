@@ -148,6 +148,31 @@ def write_greeting_first(folder, seed: int = 0) -> dict:
     return _truth("talks/greeting", "talks/greeting.wav", "dialogue", samples, RATE, found)
 
 
+def write_quick_replies(folder, seed: int = 0) -> dict:
+    """The DIALOGUE's words without its laugh (`talks/replies`), turns 0.6-0.9 s apart, and after each of alice's
+    sentences bob's quick "Yes." or "Sure." 0.1 s after it, alice going on 0.12 s later: one piece to the speech
+    detector, the reply inside it, not at its end. alice is [S1]."""
+    rng = np.random.default_rng(seed + 900)
+    turns = []
+    for number, (speaker, written, _) in enumerate(DIALOGUE):
+        said = written.replace(" (laughs)", "")
+        if speaker == "alice":
+            turns += [("alice", said, 0.1), ("bob", ("Yes.", "Sure.")[number % 4 // 2], 0.12)]
+            turns += [("alice", "Right, go on then.", rng.uniform(0.6, 0.9))]
+        else:
+            turns.append(("bob", said, rng.uniform(0.6, 0.9)))
+    parts, found, at = [np.zeros(RATE // 2, np.float32)], [], RATE // 2
+    for speaker, said, pause in turns:
+        speech = speak(said, VOICES[speaker], RATE)
+        found.append(Sentence(at / RATE, (at + len(speech)) / RATE, said, speaker))
+        parts += [speech, np.zeros(int(pause * RATE), np.float32)]
+        at += len(speech) + int(pause * RATE)
+    samples = np.concatenate([*parts, np.zeros(RATE // 2, np.float32)])
+    samples = (samples * (0.5 / np.abs(samples).max())).astype(np.float32)
+    _save(Path(folder) / "talks/replies.wav", samples, RATE)
+    return _truth("talks/replies", "talks/replies.wav", "dialogue", samples, RATE, found)
+
+
 def write_faults_in_pieces(folder, seed: int = 0) -> dict:
     """faults inside sentences of one recording (its other sentences clean): three digital dropouts (50-150 ms of
     zeros inside words) in sentence 1, a +12 dB gain step inside a word of sentence 3 (the rest of the recording

@@ -190,6 +190,16 @@ def test_a_greeting_just_before_the_other_voices_turn_is_the_first_voice_and_its
     assert first["text"].startswith("[S1] ") and "[S2]" in first["text"], first["text"]
 
 
+def test_a_quick_reply_inside_the_other_voices_piece_is_its_own_turn(tmp_path):
+    # "Yes." 0.1 s after alice's sentence, alice going on 0.12 s later: one piece whose windows are alice's; the
+    # reply was tagged [S1] with her
+    truth, report, scores = segment_planted(planted_speech.write_quick_replies, tmp_path)
+    assert report["voices"] == {"talks/replies": 2}
+    assert planted_speech.tag_errors(truth, report) == {"talks/replies": 0}
+    # most is kept; some of alice's sentences, parted from her replies' pieces, fall under her turn's voice check
+    assert scores["talks/replies"]["good_kept"] >= 0.5 * scores["talks/replies"]["good_seconds"]
+
+
 def test_a_piece_is_cut_where_its_windows_change_voice_at_a_gap_and_not_without_one():
     from tpu_demo.segmenting.turns import cut_at_turns, gap_in, turn_cuts
 

@@ -20,6 +20,7 @@ TURN_GAP, TURN_DB = 0.05, 30.0  # seconds of near silence between turns; how far
 EDGE = 0.3  # seconds: a part is at least this long
 TURN_WINDOWS = 2  # windows of one voice on each side of a change
 SHORT_TURN = WINDOW + HOP  # seconds: a turn at a piece's end shorter than this has not TURN_WINDOWS windows of its own
+REPLY_GAP, REPLY_SECONDS, REPLY_TRIES = 0.08, (0.3, 1.6), 4  # a reply inside a piece: its gaps, length, tries
 SHORT_TURN_GAPS = 3  # the quiet stretches nearest each end of a piece where a short turn is looked for
 
 
@@ -51,6 +52,7 @@ def turn_cuts(pieces: list[Piece], audio16k: np.ndarray, encoder=None) -> dict[s
                     found.append(cut)
         if encoder is not None:
             found += short_turns(piece, sorted(found), audio16k, centres, encoder)
+            found += inner_replies(piece, sorted(found), audio16k, centres, encoder)
         if found:
             cuts[f"{piece.start:.3f}-{piece.end:.3f}"] = sorted(set(found))
     return cuts
@@ -76,6 +78,30 @@ def short_turns(piece: Piece, cuts: list[float], audio16k: np.ndarray, centres: 
     elif head and tail:  # the same stretch, or stretches crossed: the turn where the two sides are most apart
         head, tail = (head, None) if head[0] >= tail[0] else (None, tail)
     return [found[1] for found in (head, tail) if found]
+
+
+def inner_replies(piece: Piece, cuts: list[float], audio16k: np.ndarray, centres: np.ndarray, encoder) -> list[float]:
+    """Cuts around a reply inside a part of `piece` (between its `cuts`): a stretch of REPLY_SECONDS between two quiet
+    stretches of at least REPLY_GAP s (a "Yes." 0.1 s after the other's sentence, which goes on 0.1 s later) whose
+    voice is clearly another than that of up to SHORT_TURN s on each side (`two_voices`); at most REPLY_TRIES such
+    stretches a part, those between the longest quiet stretches first."""
+    found, edges = [], [piece.start, *cuts, piece.end]
+    for start, end in itertools.pairwise(edges):
+        stretches = quiet_stretches(audio16k, start, end, TURN_DB, REPLY_GAP, EDGE)
+        replies = [(first[1] - first[0] + last[1] - last[0], first, last)
+                   for first, last in itertools.pairwise(stretches)
+                   if REPLY_SECONDS[0] <= last[0] - first[1] <= REPLY_SECONDS[1]]  # fmt: skip
+        for _, first, last in sorted(replies, reverse=True)[:REPLY_TRIES]:
+            before, reply, after = (max(start, first[0] - SHORT_TURN), first[0]), (first[1], last[0]), (last[1], end)
+            after = (after[0], min(end, after[0] + SHORT_TURN))
+            if before[1] - before[0] < EDGE or after[1] - after[0] < EDGE:
+                continue
+            if (
+                two_voices(audio16k, [before, reply], centres, encoder)[0]
+                and two_voices(audio16k, [reply, after], centres, encoder)[0]
+            ):
+                found += [round(sum(first) / 2, 3), round(sum(last) / 2, 3)]
+    return found
 
 
 def two_voices(audio16k: np.ndarray, spans: list[tuple[float, float]], centres: np.ndarray, encoder) -> tuple:
