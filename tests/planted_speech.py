@@ -105,21 +105,26 @@ def write_dialogues(folder, seed: int = 0) -> dict:
     return truth
 
 
+def spoken_turns(turns: list[tuple[str, str, float]]) -> tuple[np.ndarray, list[Sentence]]:
+    """(speaker, what is said, seconds of silence after it) said in turn after 0.5 s of silence, and 0.5 s after the
+    last: the samples at half of full scale, and each sentence where it is."""
+    parts, found, at = [np.zeros(RATE // 2, np.float32)], [], RATE // 2
+    for speaker, said, pause in turns:
+        speech = speak(said, VOICES[speaker], RATE)
+        found.append(Sentence(at / RATE, (at + len(speech)) / RATE, said, speaker))
+        parts += [speech, np.zeros(int(pause * RATE), np.float32)]
+        at += len(speech) + int(pause * RATE)
+    samples = np.concatenate([*parts, np.zeros(RATE // 2, np.float32)])
+    return (samples * (0.5 / np.abs(samples).max())).astype(np.float32), found
+
+
 def write_quick_turns(folder, seed: int = 0, with_text: bool = False) -> dict:
     """The DIALOGUE's words without its laugh (`talks/quick`), each turn 80-200 ms after the last: no pause the
     speech detector cuts at (0.3 s), as people talk; `with_text`: its transcript beside it. Every turn is good
     speech."""
     rng = np.random.default_rng(seed + 700)
-    parts, found, at = [np.zeros(RATE // 2, np.float32)], [], RATE // 2
-    for speaker, written, _ in DIALOGUE:
-        said = written.replace(" (laughs)", "")
-        speech = speak(said, VOICES[speaker], RATE)
-        found.append(Sentence(at / RATE, (at + len(speech)) / RATE, said, speaker))
-        gap = int(rng.uniform(0.08, 0.2) * RATE)
-        parts += [speech, np.zeros(gap, np.float32)]
-        at += len(speech) + gap
-    samples = np.concatenate([*parts, np.zeros(RATE // 2, np.float32)])
-    samples = (samples * (0.5 / np.abs(samples).max())).astype(np.float32)
+    turns = [(speaker, written.replace(" (laughs)", ""), rng.uniform(0.08, 0.2)) for speaker, written, _ in DIALOGUE]
+    samples, found = spoken_turns(turns)
     _save(Path(folder) / "talks/quick.wav", samples, RATE)
     if with_text:
         tags = [f"[S{1 if s.voice == found[0].voice else 2}] {s.text}" for s in found]
@@ -136,14 +141,7 @@ def write_greeting_first(folder, seed: int = 0) -> dict:
     turns += [
         (speaker, written.replace(" (laughs)", ""), rng.uniform(0.5, 0.9)) for speaker, written, _ in DIALOGUE[1:]
     ]
-    parts, found, at = [np.zeros(RATE // 2, np.float32)], [], RATE // 2
-    for speaker, said, pause in turns:
-        speech = speak(said, VOICES[speaker], RATE)
-        found.append(Sentence(at / RATE, (at + len(speech)) / RATE, said, speaker))
-        parts += [speech, np.zeros(int(pause * RATE), np.float32)]
-        at += len(speech) + int(pause * RATE)
-    samples = np.concatenate([*parts, np.zeros(RATE // 2, np.float32)])
-    samples = (samples * (0.5 / np.abs(samples).max())).astype(np.float32)
+    samples, found = spoken_turns(turns)
     _save(Path(folder) / "talks/greeting.wav", samples, RATE)
     return _truth("talks/greeting", "talks/greeting.wav", "dialogue", samples, RATE, found)
 
@@ -161,14 +159,7 @@ def write_quick_replies(folder, seed: int = 0) -> dict:
             turns += [("alice", "Right, go on then.", rng.uniform(0.6, 0.9))]
         else:
             turns.append(("bob", said, rng.uniform(0.6, 0.9)))
-    parts, found, at = [np.zeros(RATE // 2, np.float32)], [], RATE // 2
-    for speaker, said, pause in turns:
-        speech = speak(said, VOICES[speaker], RATE)
-        found.append(Sentence(at / RATE, (at + len(speech)) / RATE, said, speaker))
-        parts += [speech, np.zeros(int(pause * RATE), np.float32)]
-        at += len(speech) + int(pause * RATE)
-    samples = np.concatenate([*parts, np.zeros(RATE // 2, np.float32)])
-    samples = (samples * (0.5 / np.abs(samples).max())).astype(np.float32)
+    samples, found = spoken_turns(turns)
     _save(Path(folder) / "talks/replies.wav", samples, RATE)
     return _truth("talks/replies", "talks/replies.wav", "dialogue", samples, RATE, found)
 
