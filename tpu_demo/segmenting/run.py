@@ -56,6 +56,14 @@ def cut_and_measure(recording, stages: Stages, models: Models) -> tuple[list[Pie
     return pieces, audio16k
 
 
+def heard_at_16k(recording, audio16k=None):
+    """The recording as the models hear it (16 kHz, its speech channel): `audio16k` where a stage read it already."""
+    if audio16k is None:
+        with timed("read"):
+            audio16k = read_recording(recording.audio, recording.channel)[0]
+    return audio16k
+
+
 def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, settings, audio16k=None) -> None:
     """DNSMOS scores and voice of the pieces the cheap measures keep (judge), those of earlier runs reused; a
     threshold that keeps more measures only those, reading the recording again. A piece whose level steps has its
@@ -63,9 +71,7 @@ def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, sett
     measured = stages.load("quality", stages.quality_key) or {}
     steps = [piece for piece in pieces if piece.fault == "level step" and span(piece) not in measured]
     if steps:
-        if audio16k is None:
-            with timed("read"):
-                audio16k = read_recording(recording.audio, recording.channel)[0]
+        audio16k = heard_at_16k(recording, audio16k)
         for piece in steps:
             measured[span(piece)] = step_voices(audio16k, piece, models.get("voice"))
         with_quality(pieces, measured)
@@ -75,9 +81,7 @@ def qualify(recording, pieces: list[Piece], stages: Stages, models: Models, sett
     heard_only = [piece for piece in pieces if piece.dropped and span(piece) not in measured and recording.text is None
                   and piece.end - piece.start >= VOICE_SECONDS]  # fmt: skip
     if todo or heard_only or steps:
-        if audio16k is None:
-            with timed("read"):
-                audio16k = read_recording(recording.audio, recording.channel)[0]
+        audio16k = heard_at_16k(recording, audio16k)
         for piece in todo:
             found = quality(audio16k, piece, models.get("dnsmos"), models.get("voice"))
             measured[span(piece)] = measured.get(span(piece), {}) | found  # a level step's voices kept
@@ -91,9 +95,7 @@ def turns_of_recording(recording, pieces: list[Piece], stages: Stages, models: M
     """Where the recording's pieces are cut at a change of voice (turns.turn_cuts), as found before if it was."""
     cuts = stages.load("turns", stages.turns_key)
     if cuts is None:
-        if audio16k is None:
-            with timed("read"):
-                audio16k = read_recording(recording.audio, recording.channel)[0]
+        audio16k = heard_at_16k(recording, audio16k)
         models.get("voice")  # loaded; its calls here are the turns stage's time, not counted twice
         with timed("turns"):
             cuts = turn_cuts(pieces, audio16k, models.loaded["voice"])
