@@ -83,8 +83,8 @@ def short_turns(piece: Piece, cuts: list[float], audio16k: np.ndarray, centres: 
 def inner_replies(piece: Piece, cuts: list[float], audio16k: np.ndarray, centres: np.ndarray, encoder) -> list[float]:
     """Cuts around a reply inside a part of `piece` (between its `cuts`): a stretch of REPLY_SECONDS between two quiet
     stretches of at least REPLY_GAP s (a "Yes." 0.1 s after the other's sentence, which goes on 0.1 s later) whose
-    voice is clearly another than that of up to SHORT_TURN s on each side (`two_voices`); at most REPLY_TRIES such
-    stretches a part, those between the longest quiet stretches first."""
+    voice is clearly another than that of up to SHORT_TURN s on each side (`window_voice`, each span encoded once);
+    at most REPLY_TRIES such stretches a part, those between the longest quiet stretches first."""
     found, edges = [], [piece.start, *cuts, piece.end]
     for start, end in itertools.pairwise(edges):
         stretches = quiet_stretches(audio16k, start, end, TURN_DB, REPLY_GAP, EDGE)
@@ -96,10 +96,12 @@ def inner_replies(piece: Piece, cuts: list[float], audio16k: np.ndarray, centres
             after = (after[0], min(end, after[0] + SHORT_TURN))
             if before[1] - before[0] < EDGE or after[1] - after[0] < EDGE:
                 continue
-            if (
-                two_voices(audio16k, [before, reply], centres, encoder)[0]
-                and two_voices(audio16k, [reply, after], centres, encoder)[0]
-            ):
+            one, other = (
+                window_voice(np.asarray(voice_at(audio16k, *span, encoder)), centres) for span in (before, reply)
+            )
+            if None in (one, other) or one == other:
+                continue
+            if window_voice(np.asarray(voice_at(audio16k, *after, encoder)), centres) not in (None, other):
                 found += [round(sum(first) / 2, 3), round(sum(last) / 2, 3)]
     return found
 
