@@ -107,10 +107,11 @@ def write_dialogues(folder, seed: int = 0) -> dict:
 
 def spoken_turns(turns: list[tuple[str, str, float]]) -> tuple[np.ndarray, list[Sentence]]:
     """(speaker, what is said, seconds of silence after it) said in turn after 0.5 s of silence, and 0.5 s after the
-    last: the samples at half of full scale, and each sentence where it is."""
+    last; a speaker is alice, bob or an espeak-ng voice. The samples at half of full scale, and each sentence where
+    it is."""
     parts, found, at = [np.zeros(RATE // 2, np.float32)], [], RATE // 2
     for speaker, said, pause in turns:
-        speech = speak(said, VOICES[speaker], RATE)
+        speech = speak(said, VOICES.get(speaker, speaker), RATE)
         found.append(Sentence(at / RATE, (at + len(speech)) / RATE, said, speaker))
         parts += [speech, np.zeros(int(pause * RATE), np.float32)]
         at += len(speech) + int(pause * RATE)
@@ -162,6 +163,22 @@ def write_quick_replies(folder, seed: int = 0) -> dict:
     samples, found = spoken_turns(turns)
     _save(Path(folder) / "talks/replies.wav", samples, RATE)
     return _truth("talks/replies", "talks/replies.wav", "dialogue", samples, RATE, found)
+
+
+def write_alike_voices(folder, seed: int = 0) -> dict:
+    """Two alike espeak-ng men (en+m1, en+m2: their means 0.84 alike in GE2E, where spectral clustering's eigengap
+    hears one voice) in `talks/alike`: the DIALOGUE's words and six list-like sentences, turns of one or two
+    sentences 0.4-0.8 s apart; and `talks/alone`, the same words all by en+m1. Every sentence is good speech."""
+    rng = np.random.default_rng(seed + 1000)
+    said = [written.replace(" (laughs)", "") for _, written, _ in DIALOGUE] + like_sentences(6, seed)
+    speakers = ["en+m1", "en+m2"] * 3 + ["en+m1", "en+m1", "en+m2", "en+m2"] * 2
+    truth = {}
+    for name, voices in (("talks/alike", speakers), ("talks/alone", ["en+m1"] * len(said))):
+        turns = [(voice, text, rng.uniform(0.4, 0.8)) for voice, text in zip(voices, said, strict=True)]
+        samples, found = spoken_turns(turns)
+        _save(Path(folder) / f"{name}.wav", samples, RATE)
+        truth |= _truth(name, f"{name}.wav", "dialogue", samples, RATE, found)
+    return truth
 
 
 def write_faults_in_pieces(folder, seed: int = 0) -> dict:

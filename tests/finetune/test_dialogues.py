@@ -218,3 +218,24 @@ def test_a_piece_is_cut_where_its_windows_change_voice_at_a_gap_and_not_without_
     parts = cut_at_turns(found, cuts)
     assert [(part.start, part.end) for part in parts[:2]] == [(0.0, 2.36), (2.36, 6.0)]
     assert parts[1].snr_db == 31.0 and parts[1].voice == [] and parts[2] is found[1]
+
+
+@pytest.mark.xdist_group("segment")
+def test_two_alike_voices_the_eigengap_hears_as_one_are_two_and_one_voice_stays_one(tmp_path):
+    # espeak-ng's en+m1 and en+m2: spectral clustering's eigengap heard one voice, and every clip was [S1]
+    truth, report, _ = segment_planted(planted_speech.write_alike_voices, tmp_path)
+    assert report["voices"] == {"talks/alike": 2, "talks/alone": 1}
+    assert planted_speech.tag_errors(truth, report)["talks/alike"] == 0
+    kept = [clip for clip in report["clips"] if not clip.get("dropped")]
+    assert sum(clip["recording"] == "talks/alike" for clip in kept) >= 3
+    assert not any("[S2]" in clip["text"] for clip in kept if clip["recording"] == "talks/alone")
+
+
+def test_a_one_voice_recording_split_in_two_stays_one_voice():
+    # the halves of one voice's windows are alike and hardly apart: split_in_two keeps them one voice
+    from tpu_demo.segmenting.diarize import split_in_two
+
+    alone = alike_voices([0] * 12, 0.82)
+    assert len(split_in_two(alone)) == 0
+    two = alike_voices([1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1], 0.82)
+    assert len(split_in_two(two)) == 2

@@ -1,15 +1,14 @@
 """The diarize stage: who speaks each piece of a recording. A recording of two voices is a dialogue: without a
-transcript each piece is tagged by its voice, the recording's first voice `[S1]` and the other `[S2]` in every clip
-of it, as Dia reads dialogues; with one, its own tags are the turns. Each voice's pieces are judged by that voice,
-not by the other's.
-
-The voices are told by the pieces' 1.6 s GE2E windows, clustered by spectral clustering (spectralcluster; the number
-of voices from the eigengap), so that two alike voices are told apart relative to each other; each window is of the
-voice it is clearly nearest. A piece whose windows are of two voices (a turn without a pause) is dropped as
+transcript each piece is tagged by its voice, the recording's first voice `[S1]` and the other `[S2]` in every clip of
+it, as Dia reads dialogues; with one, its own tags are the turns. Each voice's pieces are judged by that voice, not by
+the other's. The voices are told by the pieces' 1.6 s GE2E windows, clustered by spectral clustering (spectralcluster;
+the number of voices from the eigengap), so that two alike voices are told apart relative to each other; each window is
+of the voice it is clearly nearest. A piece whose windows are of two voices (a turn without a pause) is dropped as
 `uncertain voice`, and so is a third voice's. A recording of too few windows is clustered by its pieces' voices
-(average linkage, SciPy). The first voice is the one of the earliest window clearly of a voice, over the pieces as
-cut at turns (turns.py cuts a short first turn from the piece it began). Not caught: turns under two windows in a
-run of quick turns."""
+(average linkage, SciPy); where all these hear one voice, its windows split in two are two alike voices when the halves
+are apart as two voices are (`split_in_two`). The first voice is the one of the earliest window clearly of a voice,
+over the pieces as cut at turns (turns.py cuts a short first turn from the piece it began). Not caught: turns under two
+windows in a run of quick turns."""
 
 import numpy as np
 
@@ -24,6 +23,7 @@ MIN_VOICE_WINDOWS, WINDOW_MARGIN = 3, 0.1  # a voice's fewest windows; how much 
 SPECTRAL_WINDOWS, MAX_VOICES = 30, 4  # the fewest windows spectral clustering is run on; the most voices it finds
 REFINE_STEPS = 3  # k-means steps from the spectral clusters' means to the voices
 WINDOW_MARGIN_SHARE = 0.15  # a window is of a voice when nearer it than any other by this share of their distance
+SPLIT_SIMILARITY, SPLIT_APART = 0.86, 0.1  # two halves of a recording's windows are two voices: less alike, more apart
 
 
 def voiced(pieces: list[Piece]) -> list[Piece]:
@@ -139,12 +139,19 @@ def heard_first(pieces: list[Piece], centres: np.ndarray) -> np.ndarray:
 def voice_centres(pieces: list[Piece]) -> tuple[np.ndarray, bool]:
     """The recording's voices (unit vectors, in the order first heard) and whether spectral clustering told them:
     too few windows to cluster, or one voice to it (its smoothing over neighbouring windows can merge turns a few
-    hundred ms apart), the pieces' voices are clustered, else their windows' (average linkage)."""
+    hundred ms apart), the pieces' voices are clustered, else their windows' (average linkage), else the windows
+    are split in two (`split_in_two`: two alike voices the eigengap heard as one)."""
     centres = spectral_voices(pieces)
     if centres is not None and len(centres) >= 2:
         return centres, True
     voices = voices_of(pieces)
-    return (np.array([mean_voice(voice) for voice in voices]) if len(voices) > 1 else window_voices(pieces)), False
+    if len(voices) > 1:
+        return np.array([mean_voice(voice) for voice in voices]), False
+    centres = window_voices(pieces)
+    if len(centres) > 1:
+        return centres, False
+    split = split_in_two(pieces)
+    return (split, True) if len(split) else (centres, False)
 
 
 def spectral_voices(pieces: list[Piece]) -> np.ndarray | None:
@@ -154,14 +161,55 @@ def spectral_voices(pieces: list[Piece]) -> np.ndarray | None:
     a voice count, those dropped for noise too (the first voice heard may be in one). Returns each voice's unit
     mean, in the order first heard (a voice of at least MIN_VOICE_WINDOWS windows and MIN_VOICE_SECONDS); None where
     there are too few windows to cluster."""
-    windows = [(piece, piece.start + number, np.asarray(window)) for piece in pieces if piece.voice
-               for number, window in enumerate(piece.voice_windows or [])]  # fmt: skip
+    windows = voice_windows(pieces)
     if len(windows) < SPECTRAL_WINDOWS:
         return None
+    vectors = np.array([window for _, window in windows], dtype=np.float64)
+    labels = clusterer(1).predict(vectors)
+    major = [label for label in set(labels) if is_voice((labels == label).sum())]
+    if len(major) < 2:
+        return np.zeros((len(major), vectors.shape[1]))
+    return refined(windows, vectors, labels, major)
+
+
+def split_in_two(pieces: list[Piece]) -> np.ndarray:
+    """Two alike voices the eigengap took for one (two espeak-ng women 0.82 alike): the windows split in two by
+    spectral clustering, two voices where the halves are apart as two voices are, not as one voice's windows vary.
+    Over 16 one-voice recordings such halves were 0.89-0.97 alike, their windows 0.02-0.08 more like their own half
+    than the other; over 18 dialogues 0.48-0.82 and 0.13-0.43. Returns the two voices' unit means, or none."""
+    windows = voice_windows(pieces)
+    if len(windows) < SPECTRAL_WINDOWS:
+        return np.zeros((0, 0))
+    vectors = np.array([window for _, window in windows], dtype=np.float64)
+    labels = clusterer(2).predict(vectors)
+    major = [label for label in set(labels) if is_voice((labels == label).sum())]
+    if len(major) < 2:
+        return np.zeros((0, 0))
+    centres = refined(windows, vectors, labels, major)
+    nearest = np.argmax(vectors @ centres.T, axis=1)
+    similarity, same = vectors @ vectors.T, nearest[:, None] == nearest[None, :]
+    within = (similarity[same].sum() - len(vectors)) / (same.sum() - len(vectors))
+    apart = within - similarity[~same].mean() if (~same).any() else 0.0
+    two = len(centres) == 2 and float(centres[0] @ centres[1]) < SPLIT_SIMILARITY and apart >= SPLIT_APART
+    return centres if two and all(is_voice((nearest == voice).sum()) for voice in range(2)) else np.zeros((0, 0))
+
+
+def voice_windows(pieces: list[Piece]) -> list[tuple[float, np.ndarray]]:
+    """The GE2E windows of every piece with a voice, each with when it starts."""
+    return [(piece.start + number * HOP, np.asarray(window)) for piece in pieces if piece.voice
+            for number, window in enumerate(piece.voice_windows or [])]  # fmt: skip
+
+
+def is_voice(windows: int) -> bool:
+    return windows >= MIN_VOICE_WINDOWS and WINDOW * windows >= MIN_VOICE_SECONDS
+
+
+def clusterer(least: int):
+    """spectralcluster's clusterer of GE2E windows (its ICASSP 2018 refinement), of `least` to MAX_VOICES voices."""
     from spectralcluster import FallbackOptions, RefinementOptions, SpectralClusterer, ThresholdType, configs
 
-    clusterer = SpectralClusterer(
-        min_clusters=1,
+    return SpectralClusterer(
+        min_clusters=least,
         max_clusters=MAX_VOICES,
         refinement_options=RefinementOptions(
             gaussian_blur_sigma=1,
@@ -172,24 +220,19 @@ def spectral_voices(pieces: list[Piece]) -> np.ndarray | None:
         ),
         fallback_options=FallbackOptions(spectral_min_embeddings=SPECTRAL_WINDOWS),
     )
-    vectors = np.array([window for _, _, window in windows], dtype=np.float64)
-    labels = clusterer.predict(vectors)
-    major = [
-        label
-        for label in set(labels)
-        if (labels == label).sum() >= MIN_VOICE_WINDOWS and WINDOW * (labels == label).sum() >= MIN_VOICE_SECONDS
-    ]
-    if len(major) < 2:
-        return np.zeros((len(major), vectors.shape[1]))
-    # the clusterer smooths its labels over neighbouring windows (a turn's edges): the voices are its clusters'
-    # means, refined by each window's nearest (k-means steps), and a window is of the voice it is nearest
+
+
+def refined(windows, vectors: np.ndarray, labels: np.ndarray, major: list) -> np.ndarray:
+    """The voices of the clusters `major`: the clusterer smooths its labels over neighbouring windows (a turn's
+    edges), so they are its clusters' means refined by each window's nearest (k-means steps), in the order of each
+    one's first nearest window."""
     centres = np.array([unit(vectors[labels == label].mean(axis=0)) for label in major])
     for _ in range(REFINE_STEPS):
         nearest = np.argmax(vectors @ centres.T, axis=1)
         centres = np.array([unit(vectors[nearest == k].mean(axis=0)) if (nearest == k).any() else centres[k]
                             for k in range(len(centres))])  # fmt: skip
     nearest = np.argmax(vectors @ centres.T, axis=1)
-    first = [min(at for (_, at, _), k in zip(windows, nearest, strict=True) if k == voice) if (nearest == voice).any()
+    first = [min(at for (at, _), k in zip(windows, nearest, strict=True) if k == voice) if (nearest == voice).any()
              else np.inf for voice in range(len(centres))]  # fmt: skip
     return centres[np.argsort(first)]
 
