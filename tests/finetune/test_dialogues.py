@@ -220,6 +220,30 @@ def test_a_piece_is_cut_where_its_windows_change_voice_at_a_gap_and_not_without_
     assert parts[1].snr_db == 31.0 and parts[1].voice == [] and parts[2] is found[1]
 
 
+def test_a_turn_is_cut_at_the_gap_where_the_voices_part_not_at_a_longer_pause_inside_the_next_turn():
+    # "...all day." 70 ms before "Thanks, I will bring it back tonight.": the comma's 0.2 s pause was the longest
+    # quiet stretch, and "Thanks," went with the other voice's turn
+    from tpu_demo.segmenting.turns import gap_in
+
+    rate, tones = 16000, {"bob": 150.0, "alice": 300.0}
+
+    def tone(who: str, seconds: float) -> np.ndarray:
+        return 0.3 * np.sin(np.arange(int(seconds * rate)) / rate * 2 * np.pi * tones[who]).astype(np.float32)
+
+    def encoder(audio: np.ndarray) -> tuple[list[float], list]:  # a voice: the share of each speaker's tone
+        spectrum, frequencies = np.abs(np.fft.rfft(audio)), np.fft.rfftfreq(len(audio), 1 / rate)
+        voice = np.array([spectrum[np.abs(frequencies - hz) < 40].sum() for hz in tones.values()])
+        return list(voice / np.linalg.norm(voice)), []
+
+    def silence(seconds: float) -> np.ndarray:
+        return np.zeros(int(seconds * rate), np.float32)
+
+    speech = np.concatenate([tone("bob", 2.0), silence(0.07), tone("alice", 0.5), silence(0.2), tone("alice", 1.7)])
+    piece = pieces((0.0, len(speech) / rate))[0]
+    assert gap_in(speech, piece, 1.5, 3.0) == pytest.approx(2.67, abs=0.02)  # by length alone: the comma's pause
+    assert gap_in(speech, piece, 1.5, 3.0, np.eye(2), encoder) == pytest.approx(2.035, abs=0.02)
+
+
 @pytest.mark.xdist_group("segment")
 def test_two_alike_voices_the_eigengap_hears_as_one_are_two_and_one_voice_stays_one(tmp_path):
     # espeak-ng's en+m1 and en+m2: spectral clustering's eigengap heard one voice, and every clip was [S1]

@@ -1,10 +1,10 @@
 """The turns stage: a piece of a dialogue without a transcript cut where its voice changes without a pause the speech
-detector takes (turns 60-300 ms apart). Between two of its 1.6 s windows clearly of different voices (diarize), it
-is cut in the middle of the longest stretch of at least TURN_GAP s that is TURN_DB under the piece's loud level; with
-none (the voices overlap, or the gap is noise) it is not cut, and diarize drops it as two voices. A turn too short
-for windows of its own at either end of a piece (a greeting, a quick reply) is cut at such a stretch where the voice
-before it and the voice after it are clearly two. Each part is measured as a piece of its own, and is tagged only if
-its own windows are of one voice.
+detector takes (turns 60-300 ms apart). Between two of its 1.6 s windows clearly of different voices (diarize), it is
+cut in the middle of a stretch of at least TURN_GAP s that is TURN_DB under the piece's loud level (of several, where
+the voices on each side are most apart); with none (the voices overlap, or the gap is noise) it is not cut, and diarize
+drops it as two voices. A turn too short for windows of its own at either end of a piece (a greeting, a quick reply) is
+cut at such a stretch where the voice before it and the voice after it are clearly two. Each part is measured as a
+piece of its own, and is tagged only if its own windows are of one voice.
 """
 
 import dataclasses
@@ -20,7 +20,7 @@ TURN_GAP, TURN_DB = 0.05, 30.0  # seconds of near silence between turns; how far
 EDGE = 0.3  # seconds: a part is at least this long
 TURN_WINDOWS = 2  # windows of one voice on each side of a change
 SHORT_TURN = WINDOW + HOP  # seconds: a turn at a piece's end shorter than this has not TURN_WINDOWS windows of its own
-REPLY_GAP, REPLY_SECONDS, REPLY_TRIES = 0.08, (0.3, 1.6), 4  # a reply inside a piece: its gaps, length, tries
+REPLY_GAP, REPLY_SECONDS, REPLY_TRIES = 0.08, (0.3, 1.6), 16  # a reply inside a piece: its gaps, length, tries
 SHORT_TURN_GAPS = 3  # the quiet stretches nearest each end of a piece where a short turn is looked for
 
 
@@ -48,7 +48,7 @@ def turn_cuts(pieces: list[Piece], audio16k: np.ndarray, encoder=None) -> dict[s
             ):  # the change lies between their middles
                 low = piece.start + before * HOP + WINDOW / 2
                 high = piece.start + after * HOP + WINDOW / 2
-                if (cut := gap_in(audio16k, piece, low, high)) is not None:
+                if (cut := gap_in(audio16k, piece, low, high, centres, encoder)) is not None:
                     found.append(cut)
         if encoder is not None:
             found += short_turns(piece, sorted(found), audio16k, centres, encoder)
@@ -124,9 +124,17 @@ def voice_at(audio16k: np.ndarray, start: float, end: float, encoder) -> list[fl
     return encoder(levelled(audio16k[int(start * RATE) : int(end * RATE)]))[0]
 
 
-def gap_in(audio16k: np.ndarray, piece: Piece, low: float, high: float) -> float | None:
-    """The middle of the longest of the `gaps` that reach between `low` and `high` s; None where there is none."""
+def gap_in(audio16k: np.ndarray, piece: Piece, low: float, high: float, centres=None, encoder=None) -> float | None:
+    """The middle of the one of the `gaps` reaching between `low` and `high` s where the voices of up to SHORT_TURN s
+    on each side are most apart (`two_voices`; a comma's pause inside the turn is longer than a quick turn's gap),
+    else the longest; None where there is none."""
     found = gaps(audio16k, piece, low, high)
+    if encoder is not None and len(found) > 1:
+        start, end = piece.start, piece.end
+        sides = [[(max(start, cut - SHORT_TURN), cut), (cut, min(end, cut + SHORT_TURN))] for _, cut in found]
+        contrast, cut, _ = max(two_voices(audio16k, spans, centres, encoder) for spans in sides)
+        if contrast > 0:
+            return cut
     return max(found)[1] if found else None
 
 
