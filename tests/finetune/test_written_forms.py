@@ -146,6 +146,14 @@ def test_an_abbreviation_before_a_number_or_a_lower_case_word_ends_no_sentence(g
         "[S1] No.",
         "[S1] Go.",
     ]
+    # letters with periods ("p.m.", "e.g.", "U.S."): a sentence goes on after them as after "etc."
+    units = unit_texts(text_units("We met at 5 p.m. on Friday, e.g. a holiday. The U.S. economy grew at 9 a.m. Then"))
+    assert units == [
+        "[S1] We met at 5 p.m. on Friday,",
+        "[S1] e.g. a holiday.",
+        "[S1] The U.S. economy grew at 9 a.m.",
+        "[S1] Then",
+    ]
 
 
 def test_a_piece_that_does_not_align_costs_only_itself_and_a_block_read_out_of_order_gets_no_text(gruut):

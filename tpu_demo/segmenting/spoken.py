@@ -25,6 +25,7 @@ ABBREVIATION = re.compile(
 )
 TITLE = re.compile(r"^(?:Mr|Mrs|Ms|Dr|Prof|St|Gen|Capt|Sgt|Lt|Col|Gov|Sen|Rev|Fr|Supt)\.$")  # before a name
 INITIAL = re.compile(r"^[A-Z]\.$")
+LETTERS = re.compile(r"^(?:[A-Za-z]\.){2,}$")  # letters with periods: "p.m.", "e.g.", "U.S."
 # an abbreviation a number follows: "no. 1138", "fig. 3", "pp. 12-14"
 BEFORE_A_NUMBER = re.compile(
     r"^(?:no|nos|nr|vol|vols|fig|figs|p|pp|ch|chap|sec|art|op|ext|apt|rm|ref|inv|pt)\.$", re.I
@@ -33,9 +34,9 @@ BEFORE_A_NUMBER = re.compile(
 
 def before_a_name(word: str, previous: str, following: str) -> bool:
     """Whether a written word's period ends no sentence: a title before a name ("Dr. Okafor"), an initial inside a
-    name ("J. K. Rowling"), or an abbreviation a number or a lower-case word follows ("no. 1138", "etc. and"); "No."
-    and "etc." before a capital, and "plan B.", end theirs."""
-    if ABBREVIATION.match(word) or BEFORE_A_NUMBER.match(word):
+    name ("J. K. Rowling"), or an abbreviation a number or a lower-case word follows ("no. 1138", "etc. and", "p.m.
+    on"); "No." and "etc." before a capital, and "plan B.", end theirs."""
+    if ABBREVIATION.match(word) or BEFORE_A_NUMBER.match(word) or LETTERS.match(word):
         if following[:1].isdigit() or following[:1].islower():
             return True
     if not following[:1].isupper():
