@@ -46,6 +46,9 @@ CONFLICTS = [
     (["length_buckets=1", "pad_to_multiple_of=64"], "pad_to_multiple_of: set, but length_buckets is 1"),
     (["length_buckets=-1"], "length_buckets: -1 is not 0 (the longest of each batch) or more"),
     (["pad_to_multiple_of=0"], "pad_to_multiple_of: 0 is not 1 or more"),
+    # a misspelt switch was a non-empty text, so true: review.csv's unchecked transcripts went into training
+    (["train_on_unchecked_text=flase"], "train_on_unchecked_text: 'flase' is not true or false"),
+    (["gradient_checkpointing=ture"], "gradient_checkpointing: 'ture' is not true or false"),
 ]
 
 

@@ -468,11 +468,14 @@ SAMPLING = ("random", "sequential", "group_by_length")  # the train_sampling_str
 EXISTING_STATES = ("auto", "preserve", "reset")
 
 
+SWITCH_SPELLINGS = {"true": True, "false": False, "yes": True, "no": False, "1": True, "0": False}
+
+
 def numbers_typed(raw: dict) -> dict:
     """Numbers written as YAML 1.1 reads them as text (`1e-4`, a string there) become numbers, and a whole number for
-    one of this program's float settings that float (20 is min_snr_db 20.0, in the caches' keys too); one text for one
-    of its lists of texts is that list's one item; a value that is none is refused by its key before anything long
-    starts (the dataclasses do not convert, the loop would fail)."""
+    one of this program's float settings that float (20 is min_snr_db 20.0, in the caches' keys too); a switch is
+    true or false (or yes, no, 1, 0); one text for one of its lists of texts is that list's one item; a value that is
+    none is refused by its key before anything long starts (the dataclasses do not convert, the loop would fail)."""
     hints, ours = {}, set()
     for cls in ARGUMENT_CLASSES:
         hints.update(typing.get_type_hints(cls))
@@ -482,6 +485,12 @@ def numbers_typed(raw: dict) -> dict:
         kinds = [kind for kind in typing.get_args(hints.get(key)) or [hints.get(key)] if kind is not type(None)]
         if key in ours and isinstance(value, str) and list[str] in (hints[key], *kinds):
             typed[key] = [value]  # a list of its characters otherwise
+        if kinds == [bool] and value is not None:  # a misspelt `flase` is a non-empty text: true to the dataclass
+            spelt = str(value).lower()
+            if not isinstance(value, bool) and spelt not in SWITCH_SPELLINGS:
+                raise FineTuneError(f"{key}: {value!r} is not true or false")
+            typed[key] = SWITCH_SPELLINGS.get(spelt, value) if not isinstance(value, bool) else value
+            continue
         if kinds not in ([int], [float]) or value is None:
             continue
         number = kinds[0]
