@@ -109,7 +109,7 @@ def test_turns_without_pauses_are_told_by_the_voices_windows():
         piece.voice = list(mean / np.linalg.norm(mean))
     assert diarize(found) == 2
     assert [piece.dropped for piece in found] == ["uncertain voice"] * 4 + [None, None]
-    assert found[0].detail == "two voices in one piece: its 1.6 s windows are of voices [0, 1]"
+    assert found[0].detail == "two voices in one piece: its 1.6 s windows are of [S1] and [S2]"
     assert [piece.turn for piece in found[4:]] == ["[S1]", "[S2]"]
 
 

@@ -99,7 +99,8 @@ def diarize(pieces: list[Piece], voices_from: list[Piece] | None = None) -> int:
         heard = labels.get(id(piece)) or voices_in_windows(piece, centres)
         if len(heard) > 1:  # a turn without a pause between them
             piece.dropped = "uncertain voice"
-            piece.detail = f"two voices in one piece: its {WINDOW} s windows are of voices {sorted(heard)}"
+            named = [TAGS[voice] if voice < len(TAGS) else "a third voice" for voice in sorted(heard)]
+            piece.detail = f"two voices in one piece: its {WINDOW} s windows are of {' and '.join(named)}"
             continue
         similarity = centres @ np.asarray(piece.voice)
         best = next(iter(heard)) if heard else int(np.argmax(similarity))
