@@ -37,6 +37,8 @@ def test_the_data_page_shows_every_clip_kept_and_dropped_with_a_player(tmp_path)
     assert sorted(attrs["data-audio"] for attrs, _ in rows) == sorted(clip["audio"] for clip in kept)
     players = {a["src"] for a in page.find("audio")}
     assert {clip["audio"] for clip in kept} <= players and all((out / clip["audio"]).is_file() for clip in kept)
+    where = sorted((cells[3], cells[4]) for _, cells in rows)  # each clip's recording and where in it it starts
+    assert where == sorted((clip["recording"], f"{clip['start']:.2f}") for clip in kept)
     confidences = [cells[1] for _, cells in rows]  # the player has no text: text, confidence, ...
     unchecked = [c for c in confidences if c.startswith("unchecked transcript")]
     assert confidences[: len(unchecked)] == unchecked  # the least confident first

@@ -1,9 +1,10 @@
 """The data page: one HTML file beside metadata.csv (segment_report.html) to listen to what was kept and dropped.
 
-Every kept clip with a player, its text and confidence, the least confident first (an unchecked transcript counts as
-none); every dropped stretch with its reason, its measure and a player over the recording itself (a media fragment,
-`#t=start,end`: nothing is written for it); histograms of length, SNR, DNSMOS and pace of the kept clips; seconds per
-speaker. Plain HTML and inline SVG, as the training report (tpu_demo.report): it opens from disk, offline.
+Every kept clip with a player, its text, confidence, recording and start, the least confident first (an unchecked
+transcript counts as none); every dropped stretch with its reason, its measure and a player over the recording itself
+(a media fragment, `#t=start,end`: nothing is written for it); histograms of length, SNR, DNSMOS and pace of the kept
+clips; seconds per speaker. Plain HTML and inline SVG, as the training report (tpu_demo.report): it opens from disk,
+offline.
 """
 
 import html
@@ -60,7 +61,8 @@ def cell(value) -> str:
 
 
 def kept_table(kept: list[dict]) -> str:
-    head = "".join(f"<th>{name}</th>" for name in ("audio", "text", "confidence", "speaker", "s", "SNR", "DNSMOS"))
+    names = ("audio", "text", "confidence", "speaker", "recording", "from s", "s", "SNR", "DNSMOS")
+    head = "".join(f"<th>{name}</th>" for name in names)
     rows = []
     for clip in sorted(kept, key=lambda clip: (clip.get("alignment") is not None, clip.get("alignment") or 0.0)):
         confidence = clip.get("alignment")
@@ -75,6 +77,8 @@ def kept_table(kept: list[dict]) -> str:
                     clip.get("text"),
                     shown,
                     clip.get("speaker"),
+                    clip["recording"],
+                    clip["start"],
                     clip["end"] - clip["start"],
                     clip.get("snr_db"),
                     (clip.get("dnsmos") or {}).get("ovrl"),
