@@ -45,7 +45,7 @@ SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no ch
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a12"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a13"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:

@@ -149,10 +149,23 @@ FORMS = [  # a written form gruut misreads, and how readers say it (a token with
     (re.compile(r"^(\d{1,3})\(([a-z])\)?$"), lambda found: [f"{digits(found.group(1))} {found.group(2)}"]),  # 401(k)
     (re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$|^www\.[\w-]+(?:\.[\w-]+)+$", re.I),  # an e-mail or web address
      lambda found: [address(found.group(0))]),
+    (re.compile(r"^([$£€])(\d+|\d{1,3}(?:,\d{3})+)\.(\d{2})$"), lambda found: money(*found.groups())),  # £1.20
     (re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})$"),  # 1:02:33: "one oh two thirty three"
      lambda found: [" ".join([cardinal(found.group(1)), *(digits(part) if part[0] == "0" else cardinal(part)
                                                           for part in found.groups()[1:])])]),  # fmt: skip
 ]  # fmt: skip
+
+
+def money(currency: str, whole: str, hundredths: str) -> list[str]:
+    """£1.20: "one pound twenty pence", "one pound and twenty pence", "one pound twenty", "one point two oh pounds"
+    (gruut: "one pound sterling twenty pence")."""
+    major, minor = MONEY[currency]
+    amount, small = cardinal(whole.replace(",", "")), cardinal(hundredths)
+    major = major if whole.replace(",", "") == "1" else f"{major}s"
+    minor = minor[0] if hundredths == "01" else minor[1]
+    point = f"{amount} point {digits(hundredths)} {major if major.endswith('s') else major + 's'}"
+    return [f"{amount} {major} {small} {minor}", f"{amount} {major} and {small} {minor}", f"{amount} {major} {small}",
+            point]  # fmt: skip
 
 
 def address(written: str) -> str:
@@ -179,6 +192,8 @@ def said_form(token: str, previous: str) -> tuple[str, tuple[str, ...]] | None:
     from num2words import num2words
 
     bare = PUNCTUATION_AROUND.sub("", token)
+    if bare.lower() in TEMPERATURES:
+        return said_as(f"r{bare.lower()}", TEMPERATURES[bare.lower()])
     if token.lower().rstrip(",;:") in LATIN:
         return said_as(f"r{token.lower()}", LATIN[token.lower().rstrip(",;:")])
     if BEFORE_A_NUMBER.match(token) and (word := token[:-1].lower()) in SAID_FOR:
@@ -220,14 +235,18 @@ def as_read(token: str) -> str:
     return token
 
 
-UNITS = {  # after a number, as read (gruut reads numbers, not these)
+UNITS = {  # after a number, as read (gruut reads numbers, not these); °C and °F stay, read as TEMPERATURES
     "kg": "kilograms", "g": "grams", "km": "kilometers", "m": "meters", "cm": "centimeters", "mm": "millimeters",
-    "mph": "miles per hour", "lb": "pounds", "lbs": "pounds", "oz": "ounces", "ml": "milliliters", "°c": "degrees",
-    "°f": "degrees", "°": "degrees", "kb": "kilobytes", "mb": "megabytes", "gb": "gigabytes", "hz": "hertz",
+    "mph": "miles per hour", "lb": "pounds", "lbs": "pounds", "oz": "ounces", "ml": "milliliters", "l": "liters",
+    "°c": "°c", "°f": "°f", "°": "degrees", "kb": "kilobytes", "mb": "megabytes", "gb": "gigabytes", "hz": "hertz",
     "khz": "kilohertz", "km²": "square kilometers", "m²": "square meters", "km³": "cubic kilometers",
     "m³": "cubic meters", "cm³": "cubic centimeters",
 }  # fmt: skip
 CURRENCIES = {"$": "dollars", "£": "pounds", "€": "euros"}
+MONEY = {"$": ("dollar", ("cent", "cents")), "£": ("pound", ("penny", "pence")), "€": ("euro", ("cent", "cents"))}
+TEMPERATURES = {  # a unit read as one word whose readings its pronunciations are (°C: often just "degrees")
+    "°c": ["degrees celsius", "degrees", "degrees centigrade"], "°f": ["degrees fahrenheit", "degrees"],
+}  # fmt: skip
 TITLES = {  # before a name, as read (gruut reads Dr., Mr., Mrs., St.)
     "Prof": "Professor", "Gen": "General", "Capt": "Captain", "Sgt": "Sergeant", "Lt": "Lieutenant", "Col": "Colonel",
     "Gov": "Governor", "Sen": "Senator", "Rev": "Reverend", "Fr": "Father", "Supt": "Superintendent", "Ms": "Miz",
