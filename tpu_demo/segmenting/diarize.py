@@ -162,12 +162,9 @@ def spectral_voices(pieces: list[Piece]) -> np.ndarray | None:
     a voice count, those dropped for noise too (the first voice heard may be in one). Returns each voice's unit
     mean, in the order first heard (a voice of at least MIN_VOICE_WINDOWS windows and MIN_VOICE_SECONDS); None where
     there are too few windows to cluster."""
-    windows = voice_windows(pieces)
-    if len(windows) < SPECTRAL_WINDOWS:
+    if (found := clustered(pieces, 1)) is None:
         return None
-    vectors = np.array([window for _, window in windows], dtype=np.float64)
-    labels = clusterer(1).predict(vectors)
-    major = [label for label in set(labels) if is_voice((labels == label).sum())]
+    windows, vectors, labels, major = found
     if len(major) < 2:
         return np.zeros((len(major), vectors.shape[1]))
     return refined(windows, vectors, labels, major)
@@ -178,14 +175,9 @@ def split_in_two(pieces: list[Piece]) -> np.ndarray:
     spectral clustering, two voices where the halves are apart as two voices are, not as one voice's windows vary.
     Over 16 one-voice recordings such halves were 0.89-0.97 alike, their windows 0.02-0.08 more like their own half
     than the other; over 18 dialogues 0.48-0.82 and 0.13-0.43. Returns the two voices' unit means, or none."""
-    windows = voice_windows(pieces)
-    if len(windows) < SPECTRAL_WINDOWS:
+    if (found := clustered(pieces, 2)) is None or len(found[3]) < 2:
         return np.zeros((0, 0))
-    vectors = np.array([window for _, window in windows], dtype=np.float64)
-    labels = clusterer(2).predict(vectors)
-    major = [label for label in set(labels) if is_voice((labels == label).sum())]
-    if len(major) < 2:
-        return np.zeros((0, 0))
+    windows, vectors, labels, major = found
     centres = refined(windows, vectors, labels, major)
     nearest = np.argmax(vectors @ centres.T, axis=1)
     similarity, same = vectors @ vectors.T, nearest[:, None] == nearest[None, :]
@@ -205,11 +197,17 @@ def is_voice(windows: int) -> bool:
     return windows >= MIN_VOICE_WINDOWS and WINDOW * windows >= MIN_VOICE_SECONDS
 
 
-def clusterer(least: int):
-    """spectralcluster's clusterer of GE2E windows (its ICASSP 2018 refinement), of `least` to MAX_VOICES voices."""
+def clustered(pieces: list[Piece], least: int) -> tuple | None:
+    """The pieces' windows (`voice_windows`), their vectors, their labels by spectralcluster's clusterer (its ICASSP
+    2018 refinement, `least` to MAX_VOICES voices) and the labels that are voices (`is_voice`); None where there are
+    fewer than SPECTRAL_WINDOWS windows."""
+    windows = voice_windows(pieces)
+    if len(windows) < SPECTRAL_WINDOWS:
+        return None
     from spectralcluster import FallbackOptions, RefinementOptions, SpectralClusterer, ThresholdType, configs
 
-    return SpectralClusterer(
+    vectors = np.array([window for _, window in windows], dtype=np.float64)
+    clusterer = SpectralClusterer(
         min_clusters=least,
         max_clusters=MAX_VOICES,
         refinement_options=RefinementOptions(
@@ -221,6 +219,8 @@ def clusterer(least: int):
         ),
         fallback_options=FallbackOptions(spectral_min_embeddings=SPECTRAL_WINDOWS),
     )
+    labels = clusterer.predict(vectors)
+    return windows, vectors, labels, [label for label in set(labels) if is_voice((labels == label).sum())]
 
 
 def refined(windows, vectors: np.ndarray, labels: np.ndarray, major: list) -> np.ndarray:
