@@ -38,6 +38,11 @@ class Clip:
     def seconds(self) -> float:
         return self.end - self.start
 
+    @property
+    def recognised(self) -> bool:
+        """Its text is a recogniser's: not aligned, not its recording's own, not the user's correction."""
+        return self.alignment is None and not (self.own_text or self.corrected)
+
 
 def with_margins(
     pieces: list[Piece], first: int, last: int, seconds: float, longest: float = float("inf")

@@ -102,8 +102,7 @@ def for_review(kept: list[Clip], settings) -> list[Clip]:
     to review.csv, not metadata.csv, unless `train_on_unchecked_text`."""
     if settings.train_on_unchecked_text:
         return []
-    review = [clip for clip in kept if clip.alignment is None and not clip.own_text and not clip.corrected]
-    review = [clip for clip in review if not trusted(clip, settings)]
+    review = [clip for clip in kept if clip.recognised and not trusted(clip, settings)]
     for clip in review:
         clip.review = True
     return review
@@ -287,7 +286,7 @@ def summarise(clips: list[Clip], recordings: int) -> dict:
         count, seconds = speakers.get(clip.speaker or "-", (0, 0.0))
         speakers[clip.speaker or "-"] = (count + 1, seconds + clip.seconds)
     aligned = [clip.alignment for clip in kept if clip.alignment is not None]
-    heard = [clip for clip in kept if clip.alignment is None and not (clip.own_text or clip.corrected or clip.review)]
+    heard = [clip for clip in kept if clip.recognised and not clip.review]
     unchecked = [clip for clip in heard if clip.asr_confidence is None]
     recognised = [clip.asr_confidence for clip in heard if clip.asr_confidence is not None]
     review = [clip for clip in kept if clip.review]
