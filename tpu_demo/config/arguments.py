@@ -485,11 +485,10 @@ def numbers_typed(raw: dict) -> dict:
         kinds = [kind for kind in typing.get_args(hints.get(key)) or [hints.get(key)] if kind is not type(None)]
         if key in ours and isinstance(value, str) and list[str] in (hints[key], *kinds):
             typed[key] = [value]  # a list of its characters otherwise
-        if kinds == [bool] and value is not None:  # a misspelt `flase` is a non-empty text: true to the dataclass
-            spelt = str(value).lower()
-            if not isinstance(value, bool) and spelt not in SWITCH_SPELLINGS:
+        if kinds == [bool] and value is not None and not isinstance(value, bool):  # `flase`, a text, was true
+            if str(value).lower() not in SWITCH_SPELLINGS:
                 raise FineTuneError(f"{key}: {value!r} is not true or false")
-            typed[key] = SWITCH_SPELLINGS.get(spelt, value) if not isinstance(value, bool) else value
+            typed[key] = SWITCH_SPELLINGS[str(value).lower()]
             continue
         if kinds not in ([int], [float]) or value is None:
             continue

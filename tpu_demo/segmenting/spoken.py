@@ -159,13 +159,12 @@ FORMS = [  # a written form gruut misreads, and how readers say it (a token with
 def money(currency: str, whole: str, hundredths: str) -> list[str]:
     """£1.20: "one pound twenty pence", "one pound and twenty pence", "one pound twenty", "one point two oh pounds"
     (gruut: "one pound sterling twenty pence")."""
-    major, minor = MONEY[currency]
-    amount, small = cardinal(whole.replace(",", "")), cardinal(hundredths)
-    major = major if whole.replace(",", "") == "1" else f"{major}s"
-    minor = minor[0] if hundredths == "01" else minor[1]
-    point = f"{amount} point {digits(hundredths)} {major if major.endswith('s') else major + 's'}"
+    (one, many), (penny, pence) = MONEY[currency]
+    whole = whole.replace(",", "")
+    amount, small, major = cardinal(whole), cardinal(hundredths), one if whole == "1" else many
+    minor = penny if hundredths == "01" else pence
     return [f"{amount} {major} {small} {minor}", f"{amount} {major} and {small} {minor}", f"{amount} {major} {small}",
-            point]  # fmt: skip
+            f"{amount} point {digits(hundredths)} {many}"]  # fmt: skip
 
 
 def address(written: str) -> str:
@@ -243,7 +242,10 @@ UNITS = {  # after a number, as read (gruut reads numbers, not these); °C and �
     "m³": "cubic meters", "cm³": "cubic centimeters",
 }  # fmt: skip
 CURRENCIES = {"$": "dollars", "£": "pounds", "€": "euros"}
-MONEY = {"$": ("dollar", ("cent", "cents")), "£": ("pound", ("penny", "pence")), "€": ("euro", ("cent", "cents"))}
+MONEY = {  # a currency's unit (one, many) and its hundredth (one, many)
+    "$": (("dollar", "dollars"), ("cent", "cents")), "£": (("pound", "pounds"), ("penny", "pence")),
+    "€": (("euro", "euros"), ("cent", "cents")),
+}  # fmt: skip
 TEMPERATURES = {  # a unit read as one word whose readings its pronunciations are (°C: often just "degrees")
     "°c": ["degrees celsius", "degrees", "degrees centigrade"], "°f": ["degrees fahrenheit", "degrees"],
 }  # fmt: skip
