@@ -432,3 +432,46 @@ def test_a_non_verbal_tag_whose_sound_is_not_in_the_audio_is_not_kept(voice):
     assert heard["problem"] is None, heard
     unheard = align(np.concatenate([pause, plain, pause]), 16000, text)
     assert unheard["problem"] == "1 of its non-verbal sounds not heard", unheard
+
+
+SAID_OTHERWISE = (  # (as written, as said): a clean transcript over a filler, a repeated word, a word read otherwise
+    ("The children walked slowly along the river bank after school.",
+     "The children walked, um, slowly along the river bank after school.",
+     "The children walked walked slowly along the river bank after school.",
+     "The children walked quickly along the river bank after school."),
+    ("Please put the heavy boxes next to the garage door.",
+     "Please put the heavy boxes, uh, next to the garage door.",
+     "Please put the heavy heavy boxes next to the garage door.",
+     "Please put the light boxes next to the garage door."),
+    ("The museum opens a new exhibition about ancient maps.",
+     "The museum opens, um, a new exhibition about ancient maps.",
+     "The museum opens a new new exhibition about ancient maps.",
+     "The museum opens a new exhibition about modern maps."),
+    ("He carefully folded the letter and sealed the envelope.",
+     "He carefully folded the, uh, letter and sealed the envelope.",
+     "He carefully folded the the letter and sealed the envelope.",
+     "He carefully folded the package and sealed the envelope."),
+)  # fmt: skip
+
+
+def test_a_clean_text_over_a_filler_a_repeat_or_a_word_read_otherwise_is_uncertain():
+    # a clean transcript over "um", a repeated word or "quickly" for "slowly" aligned without a problem, at a fit as
+    # good as the recording's: 7 of 8 such sentences of a held-out set were kept with the text that left them out.
+    # Not all are caught ("uh" before "a" aligns as "a"): at least half of each, and no clean sentence
+    needs_speech_models()
+    from tpu_demo.segmenting.align import Aligner
+
+    align, margin, caught = Aligner(0.4), np.zeros(3200, np.float32), Counter()
+    for voice in ("flite:kal16", "flite:slt", "en-us+f3"):
+        for written, *said in SAID_OTHERWISE:
+            try:
+                audios = [planted_faults.speak(text, voice, 16000) for text in (written, *said)]
+            except planted_faults.NoEspeak as error:
+                pytest.skip(str(error))
+            audios = [np.concatenate([margin, audio, margin]) for audio in audios]
+            right = align(audios[0], 16000, written)
+            assert right["problem"] is None and right["otherwise"] is None, (voice, written, right)
+            for kind, audio in zip(("filler", "repeat", "other word"), audios[1:], strict=True):
+                found = align(audio, 16000, written)
+                caught[kind] += bool(found["problem"] or found["otherwise"])
+    assert caught["filler"] >= 5 and caught["repeat"] >= 5 and caught["other word"] >= 8, caught  # of 12 each

@@ -70,6 +70,7 @@ def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
     assert number_readings(105)[:3] == ["one hundred five", "one hundred and five", "one oh five"]
     assert number_readings(2134, "02134")[:2] == ["oh two one three four", "zero two one three four"]  # a code
     assert "nineteen ninety nine" in number_readings(1999)
+    assert "forty one eighty nine" in number_readings(4189) and "six seventy four" in number_readings(674)  # codes
     assert len(pronunciations("Flight 105.")["n105"]) == 4  # each reading in the dictionary's phones
 
 

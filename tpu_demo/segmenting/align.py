@@ -43,9 +43,11 @@ LOOP_FIT = 0.0  # a right text's fit, about the free phone loop's: judges a far 
 RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way: a short one ("Yes.") fits anywhere
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
+FILLERS = ("um", "uh", "er")  # what a speaker says between words that a clean transcript leaves out ("ah": a vowel)
+GRAMMAR_WORD = re.compile(r"^[\w'.-]+$")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a13"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a14"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -280,7 +282,8 @@ def further_parts(characters: list[int], at: int, expected: float, tries) -> lis
 
 def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
     """Each taken part judged by the recording's own median fit (`typical`: its first pieces were taken before there
-    was one): its confidence, and under 0.5 the piece dropped."""
+    was one): its confidence, and under 0.5 the piece dropped; so is one whose part leaves out a filler or names a
+    word said otherwise (Aligner.said_otherwise): the part is the piece's, the text is not what is said."""
     for piece in pieces:
         if id(piece) in taken:
             result, margin, band = taken[id(piece)]
@@ -288,6 +291,11 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
             if piece.alignment < 0.5 and not piece.dropped:
                 piece.dropped = "uncertain alignment"
                 piece.detail = failure_detail(result, fit_problem(result["fit"], typical, margin, band))
+            elif result.get("otherwise") and not piece.dropped:  # its part, with what is said otherwise in it
+                piece.dropped = "uncertain alignment"
+                piece.detail = (
+                    f"its part of the text leaves out or names otherwise what is said: {result['otherwise']}"
+                )
 
 
 def unit_times(units, cues) -> list[tuple[float, float]] | None:
@@ -455,10 +463,11 @@ class Aligner:
     word aligned nowhere or squeezed to the fewest frames its phones allow (said elsewhere), or speech the text lacks:
     a word stretched over more speech than its phones take, or sound as loud as speech (QUIET_DB) for more than
     `max_silence` s where the aligner puts silence inside a piece, EDGE_SILENCE at its start or END_SILENCE at its end,
-    which the speech detector cut tight. Pauses and a piece's quiet margins are no problem. English, like its
-    recogniser. A 3-state phone takes at least 3 frames: speech faster than FAST_PHONES phones a second (espeak-ng's
-    320 words a minute says 21-24) is aligned at 5 ms frames, where at 10 ms pocketsphinx aligned 13 of 36 such
-    sentences."""
+    which the speech detector cut tight. A text that aligns cleanly may still leave out a filler or a repeated word,
+    or name a word said otherwise: `otherwise` says which (`said_otherwise`). Pauses and a piece's quiet margins are
+    no problem. English, like its recogniser. A 3-state phone takes at least 3 frames: speech faster than FAST_PHONES
+    phones a second (espeak-ng's 320 words a minute says 21-24) is aligned at 5 ms frames, where at 10 ms pocketsphinx
+    aligned 13 of 36 such sentences."""
 
     FRAME = 0.01  # seconds: pocketsphinx's frame
     FAST_PHONES = 16.0  # phones a second of a piece (its text's, over its length): faster is aligned at FRAME / 2
@@ -475,6 +484,11 @@ class Aligner:
     # words in a long piece (quick turns) is enough to fail; a short text that fails is more often not what is said,
     # and a word or two more at a piece's end hide in its margins at 5 ms (a wrong text taken in a held-out set)
     RETRY_WORDS = 25
+    # said_otherwise: a filler heard for FILLER_SECONDS, where the alignment fits FILLER_SHORTFALL (thousandths of a
+    # log-likelihood) under the phone loop or puts FILLER_SILENCE s of its sound in a silence (clean sentences: -17 at
+    # worst); a word fitting WORD_SHORTFALL under it (clean: -114 at worst, a word read otherwise: -100 to -300)
+    FILLER_SECONDS, FILLER_SHORTFALL, FILLER_SILENCE, WORD_SHORTFALL = 0.15, 50.0, 0.06, 170.0
+    FILLER_HEARD = 0.1  # seconds: a filler heard for less is no filler (flite's "uh": 0.12 s)
     STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
 
     def __init__(self, max_silence: float):
@@ -491,10 +505,11 @@ class Aligner:
         self.decoders[frame].reinit_feat()
         return self.decoders[frame]
 
-    def free_loop(self, pcm: bytes, frame: float) -> float:
-        """The acoustic log-likelihood of the audio under a free phone loop (pocketsphinx's English phones and their
-        bigrams): the right text's alignment scores about as much, another text's less. Kept for the piece whose
-        parts are tried in turn."""
+    def free_loop(self, pcm: bytes, frame: float) -> np.ndarray:
+        """The acoustic log-likelihood of each frame of the audio under a free phone loop (pocketsphinx's English
+        phones and their bigrams; a phone's spread over its frames): the right text's alignment scores about as much,
+        another text's less, and a word said otherwise less than its neighbours. Kept for the piece whose parts are
+        tried in turn."""
         digest = (frame, hashlib.sha256(pcm).hexdigest())
         if digest not in self.loops:
             from pocketsphinx import get_model_path
@@ -508,9 +523,96 @@ class Aligner:
             loop.start_utt()
             loop.process_raw(pcm, full_utt=True)
             loop.end_utt()
+            per_frame = np.zeros(len(pcm) // 2 // round(frame * RATE) + 2)
+            for segment in loop.seg() or []:
+                frames = segment.end_frame - segment.start_frame + 1
+                per_frame[segment.start_frame : segment.end_frame + 1] = log_likelihood([segment]) / frames
             self.loops = {key: value for key, value in self.loops.items() if key[1] == digest[1]}
-            self.loops[digest] = log_likelihood(loop.seg() or [])
+            self.loops[digest] = per_frame
         return self.loops[digest]
+
+    @staticmethod
+    def shortfalls(segments, loop: np.ndarray) -> np.ndarray:
+        """How far the alignment falls under the phone loop at each frame, past how far the piece's words fall a
+        frame (a voice unlike the acoustic model's falls under it throughout), in thousandths of a log-likelihood (a
+        segment's spread over its frames): a word said otherwise ("blue" for "green") falls 0.15-0.3 under over its
+        frames; the worst word of a right text, 0.01-0.11."""
+        under, worded = np.zeros(len(loop)), []
+        for segment in segments:
+            span = slice(segment.start_frame, segment.end_frame + 1)
+            under[span] = log_likelihood([segment]) / (segment.end_frame - segment.start_frame + 1) - loop[span]
+            if not segment.word.startswith(("<", "[")):
+                worded.append(under[span].mean())
+        return 1000 * (under - (float(np.median(worded)) if worded else 0.0))
+
+    def unwritten(self, frame: float, words: list[str], given: dict, pcm: bytes) -> list[tuple[str, int, int]]:
+        """Words said that the text lacks: the audio decoded with a grammar of the text that lets a filler ("um",
+        "uh") or a repeated word in between its words: (word, first frame, last frame) each."""
+        key = ("grammar", frame)
+        if not all(GRAMMAR_WORD.match(word) for word in words):  # a word JSGF cannot hold unquoted (no quoting)
+            return []
+        if key not in self.decoders:
+            self.decoders[key] = self.decoder(loglevel="FATAL", lm=None, frate=round(1 / frame))
+        decoder = self.decoders[key]
+        for word in dict.fromkeys(words):
+            known(decoder, word, given.get(word))
+        fillers = " | ".join(FILLERS)
+        # none before the first word or after the last: a final consonant's release was heard as "um", and one there
+        # is in EDGE_SILENCE or END_SILENCE
+        body = " ".join(f"{word} [<filler> | {word}]" for word in words[:-1]) + f" {words[-1]}"
+        grammar = f"#JSGF V1.0;\ngrammar text;\n<filler> = {fillers};\npublic <text> = {body};\n"
+        try:
+            decoder.add_jsgf_string("text", grammar.encode())
+            decoder.activate_search("text")
+            decoder.reinit_feat()
+            decoder.start_utt()
+            decoder.process_raw(pcm, full_utt=True)
+            decoder.end_utt()
+        except RuntimeError:
+            self.decoders.pop(key)
+            return []
+        if decoder.hyp() is None:
+            return []
+        expected, found = 0, []
+        for segment in decoder.seg():
+            word = segment.word.split("(")[0]
+            if word.startswith(("<", "[")):
+                continue
+            if expected < len(words) and word == words[expected]:
+                expected += 1
+            else:
+                found.append((word, segment.start_frame, segment.end_frame))
+        return found
+
+    def said_otherwise(self, segments, words: list[str], given: dict, pcm: bytes, frame: float, loud) -> str | None:
+        """What a text that aligns cleanly leaves out or names otherwise: a filler or repeated word heard (`unwritten`)
+        over FILLER_SILENCE s of sound that the alignment puts in a silence ("walked, um, slowly"), or over
+        FILLER_SECONDS of sound it fits FILLER_SHORTFALL under the phone loop (a word stretched over it); or a word
+        (or silence) whose alignment falls WORD_SHORTFALL under the loop (`shortfalls`). On 100 clean sentences (five
+        voices) none; of 100 each with a filler, a repeated word or a word read otherwise, 48, 66 and 38 with this or
+        a `problem`."""
+        loop = self.free_loop(pcm, frame)
+        under = self.shortfalls(segments, loop)
+        silent = np.zeros(len(loud), bool)
+        for segment in segments:
+            silent[segment.start_frame : segment.end_frame + 1] = segment.word == "<sil>"
+        for said, first, last in [] if SOUND in words else self.unwritten(frame, words, given, pcm):
+            span, heard, at = slice(first, last + 1), (last - first + 1) * frame, first * frame
+            if heard < self.FILLER_HEARD:  # an "m" at a comma ("Almost, I") was heard as "um" for 0.09 s
+                continue
+            if (loud & silent)[span].sum() * frame >= self.FILLER_SILENCE or (
+                loud[span].sum() * frame > self.FILLER_SECONDS and under[span].sum() < -self.FILLER_SHORTFALL
+            ):
+                return f"speech the text lacks ('{said}' heard for {heard:.2f} s at {at:.2f} s)"
+        shortfall, word, at = min(
+            (under[segment.start_frame : segment.end_frame + 1].sum(), segment.word.split("(")[0], segment.start_frame)
+            for segment in segments
+        )
+        if shortfall < -self.WORD_SHORTFALL:
+            if word == "<sil>":
+                return f"speech the text lacks (a silence at {at * frame:.2f} s fits {shortfall / 1000:.2f} under)"
+            return f"'{word}' said otherwise ({shortfall / 1000:.2f} under the phones heard)"
+        return None
 
     def aligned(self, decoder, frame: float, words: list[str], pcm: bytes) -> list | str:
         """The decoder's segments of `words` forced onto `pcm`: none where they do not align, the decoder's error
@@ -527,9 +629,11 @@ class Aligner:
             return str(error)
         return list(decoder.seg() or []) if decoder.hyp() is not None else []
 
-    def __call__(self, audio: np.ndarray, rate: int, text: str) -> dict:
+    def __call__(self, audio: np.ndarray, rate: int, text: str, fine: bool = False) -> dict:
         """`text` as written: its spoken words (spoken.spoken) are aligned, a word the dictionary lacks with the
-        pronunciation gruut gives it; a non-verbal tag as a sound."""
+        pronunciation gruut gives it; a non-verbal tag as a sound. `fine`: at FRAME / 2, as a text whose only
+        problem at FRAME is a squeezed word is aligned again (flite's "the" takes 0.06 s, 13 of 100 clean
+        sentences)."""
         words, given = spoken_text(text).split(), pronunciations(text)
         if not words:
             return {"confidence": 0.0, "problem": "no words to align"}
@@ -539,7 +643,7 @@ class Aligner:
             return {"confidence": 0.0, "problem": f"not in the aligner's dictionary: {' '.join(unknown[:3])}"}
         audio16k = to_model_rate(audio, rate)
         seconds, frame = max(len(audio16k) / RATE, self.FRAME), self.FRAME
-        if sum(phones(decoder, word) for word in words) / seconds > self.FAST_PHONES:
+        if fine or sum(phones(decoder, word) for word in words) / seconds > self.FAST_PHONES:
             frame, decoder = self.FRAME / 2, self.decoder_at(self.FRAME / 2)
             for word in dict.fromkeys(words):
                 known(decoder, word, given.get(word))
@@ -599,7 +703,18 @@ class Aligner:
         if (unheard := words.count(SOUND) - heard) > 0:  # a tag whose sound is not in the audio is not kept
             unexplained += 0.1 * unheard
             problems.append(f"{unheard} of its non-verbal sounds not heard")
-        confidence = round(max(0.0, 1.0 - float(unexplained) / seconds), 3)
         frames = max(len(audio16k) / (frame * RATE), 1.0)
-        fit = 1000 * (log_likelihood(segments) - self.free_loop(pcm, frame)) / frames
-        return {"confidence": confidence, "problem": "; ".join(problems) or None, "fit": round(fit, 3)}
+        fit = 1000 * (log_likelihood(segments) - self.free_loop(pcm, frame).sum()) / frames
+        # judged once the part is taken (judge_taken): a problem here would send the search to other parts
+        otherwise = None if problems else self.said_otherwise(segments, words, given, pcm, frame, loud)
+        if frame == self.FRAME and problems and all("squeezed" in problem for problem in problems):
+            finer = self(audio, rate, text, fine=True)
+            if finer["problem"] is None:
+                return finer
+        confidence = round(max(0.0, 1.0 - float(unexplained) / seconds), 3)
+        return {
+            "confidence": confidence,
+            "problem": "; ".join(problems) or None,
+            "fit": round(fit, 3),
+            "otherwise": otherwise,
+        }

@@ -74,8 +74,8 @@ def dictionary() -> dict[str, str]:
 
 def number_readings(number: int, written: str = "") -> list[str]:
     """The ways a reader says a whole number (as `written`, where a code's leading zeros count), the usual first:
-    "one thousand two hundred" (and with "and"), "twelve hundred", a year's "nineteen ninety-nine", digit by digit
-    "one oh five" (a code's: "nine oh two one oh", "nine zero two one zero")."""
+    "one thousand two hundred" (and with "and"), "twelve hundred", in pairs ("nineteen ninety-nine", "six
+    seventy-four"), digit by digit "one oh five" (a code's: "nine oh two one oh", "nine zero two one zero")."""
     from num2words import num2words
 
     def words(text: str) -> str:
@@ -85,8 +85,12 @@ def number_readings(number: int, written: str = "") -> list[str]:
     readings = [cardinal.replace(" and ", " "), cardinal]
     if 1100 <= number <= 9999 and number % 100 == 0 and number % 1000:
         readings.append(words(num2words(number // 100)) + " hundred")
-    if 1000 <= number <= 2099:
+    if (
+        1000 <= number <= 9999
+    ):  # in pairs, as years and codes are read: "nineteen ninety-nine", "forty-one eighty-nine"
         readings.append(words(num2words(number, to="year")))
+    if 100 <= number <= 999 and number % 100 >= 10:  # "six seventy-four"
+        readings.append(f"{words(num2words(number // 100))} {words(num2words(number % 100))}")
     written = written or str(number)
     if 100 <= number <= 9999 or len(written) >= 5 or written.startswith("0"):  # a code's first: "oh two one"
         spelled = [digits(written), digits(written, "zero")]
