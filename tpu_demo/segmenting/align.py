@@ -43,11 +43,12 @@ LOOP_FIT = 0.0  # a right text's fit, about the free phone loop's: judges a far 
 RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way: a short one ("Yes.") fits anywhere
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
+ACCENT_PIECES = 3  # pieces in which a word is said otherwise, the same way, before that is the speaker's way
 FILLERS = ("um", "uh", "er")  # what a speaker says between words that a clean transcript leaves out ("ah": a vowel)
 GRAMMAR_WORD = re.compile(r"^[\w'.-]+$")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a14"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a16"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -283,7 +284,14 @@ def further_parts(characters: list[int], at: int, expected: float, tries) -> lis
 def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
     """Each taken part judged by the recording's own median fit (`typical`: its first pieces were taken before there
     was one): its confidence, and under 0.5 the piece dropped; so is one whose part leaves out a filler or names a
-    word said otherwise (Aligner.said_otherwise): the part is the piece's, the text is not what is said."""
+    word said otherwise (Aligner.said_otherwise): the part is the piece's, the text is not what is said. A word
+    said otherwise in ACCENT_PIECES taken parts or more is the speaker's way of saying it (espeak-ng's RP "Derby",
+    "darby", in 12 of a list's 104), not another word."""
+    said_so = Counter(result.get("otherwise_word") for result, _, _ in taken.values())
+
+    def accent(word: str | None) -> bool:
+        return word is not None and said_so[word] >= ACCENT_PIECES
+
     for piece in pieces:
         if id(piece) in taken:
             result, margin, band = taken[id(piece)]
@@ -291,7 +299,7 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
             if piece.alignment < 0.5 and not piece.dropped:
                 piece.dropped = "uncertain alignment"
                 piece.detail = failure_detail(result, fit_problem(result["fit"], typical, margin, band))
-            elif result.get("otherwise") and not piece.dropped:  # its part, with what is said otherwise in it
+            elif result.get("otherwise") and not piece.dropped and not accent(result.get("otherwise_word")):
                 piece.dropped = "uncertain alignment"
                 piece.detail = (
                     f"its part of the text leaves out or names otherwise what is said: {result['otherwise']}"
@@ -486,7 +494,8 @@ class Aligner:
     RETRY_WORDS = 25
     # said_otherwise: a filler heard for FILLER_SECONDS, where the alignment fits FILLER_SHORTFALL (thousandths of a
     # log-likelihood) under the phone loop or puts FILLER_SILENCE s of its sound in a silence (clean sentences: -17 at
-    # worst); a word fitting WORD_SHORTFALL under it (clean: -114 at worst, a word read otherwise: -100 to -300)
+    # worst); a word fitting WORD_SHORTFALL under it (clean: -114 at worst, a word read otherwise: -100 to -300; at
+    # 120 held-out voices' "houses" and "recipe" were dropped, and no more words read otherwise caught)
     FILLER_SECONDS, FILLER_SHORTFALL, FILLER_SILENCE, WORD_SHORTFALL = 0.15, 50.0, 0.06, 170.0
     FILLER_HEARD = 0.1  # seconds: a filler heard for less is no filler (flite's "uh": 0.12 s)
     STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
@@ -584,13 +593,13 @@ class Aligner:
                 found.append((word, segment.start_frame, segment.end_frame))
         return found
 
-    def said_otherwise(self, segments, words: list[str], given: dict, pcm: bytes, frame: float, loud) -> str | None:
+    def said_otherwise(self, segments, words: list[str], given: dict, pcm: bytes, frame: float, loud) -> tuple | None:
         """What a text that aligns cleanly leaves out or names otherwise: a filler or repeated word heard (`unwritten`)
         over FILLER_SILENCE s of sound that the alignment puts in a silence ("walked, um, slowly"), or over
         FILLER_SECONDS of sound it fits FILLER_SHORTFALL under the phone loop (a word stretched over it); or a word
         (or silence) whose alignment falls WORD_SHORTFALL under the loop (`shortfalls`). On 100 clean sentences (five
         voices) none; of 100 each with a filler, a repeated word or a word read otherwise, 48, 66 and 38 with this or
-        a `problem`."""
+        a `problem`. (why, the word said otherwise or None), or None."""
         loop = self.free_loop(pcm, frame)
         under = self.shortfalls(segments, loop)
         silent = np.zeros(len(loud), bool)
@@ -603,15 +612,18 @@ class Aligner:
             if (loud & silent)[span].sum() * frame >= self.FILLER_SILENCE or (
                 loud[span].sum() * frame > self.FILLER_SECONDS and under[span].sum() < -self.FILLER_SHORTFALL
             ):
-                return f"speech the text lacks ('{said}' heard for {heard:.2f} s at {at:.2f} s)"
+                return f"speech the text lacks ('{said}' heard for {heard:.2f} s at {at:.2f} s)", None
         shortfall, word, at = min(
             (under[segment.start_frame : segment.end_frame + 1].sum(), segment.word.split("(")[0], segment.start_frame)
             for segment in segments
         )
         if shortfall < -self.WORD_SHORTFALL:
             if word == "<sil>":
-                return f"speech the text lacks (a silence at {at * frame:.2f} s fits {shortfall / 1000:.2f} under)"
-            return f"'{word}' said otherwise ({shortfall / 1000:.2f} under the phones heard)"
+                return (
+                    f"speech the text lacks (a silence at {at * frame:.2f} s fits {shortfall / 1000:.2f} under)",
+                    None,
+                )
+            return f"'{word}' said otherwise ({shortfall / 1000:.2f} under the phones heard)", word
         return None
 
     def aligned(self, decoder, frame: float, words: list[str], pcm: bytes) -> list | str:
@@ -707,6 +719,7 @@ class Aligner:
         fit = 1000 * (log_likelihood(segments) - self.free_loop(pcm, frame).sum()) / frames
         # judged once the part is taken (judge_taken): a problem here would send the search to other parts
         otherwise = None if problems else self.said_otherwise(segments, words, given, pcm, frame, loud)
+        otherwise, otherwise_word = otherwise or (None, None)
         if frame == self.FRAME and problems and all("squeezed" in problem for problem in problems):
             finer = self(audio, rate, text, fine=True)
             if finer["problem"] is None:
@@ -717,4 +730,5 @@ class Aligner:
             "problem": "; ".join(problems) or None,
             "fit": round(fit, 3),
             "otherwise": otherwise,
+            "otherwise_word": otherwise_word,
         }
