@@ -85,9 +85,8 @@ def number_readings(number: int, written: str = "") -> list[str]:
     readings = [cardinal.replace(" and ", " "), cardinal]
     if 1100 <= number <= 9999 and number % 100 == 0 and number % 1000:
         readings.append(words(num2words(number // 100)) + " hundred")
-    if (
-        1000 <= number <= 9999
-    ):  # in pairs, as years and codes are read: "nineteen ninety-nine", "forty-one eighty-nine"
+    # in pairs, as years and codes are read: "nineteen ninety-nine", "forty-one eighty-nine"
+    if 1000 <= number <= 9999:
         readings.append(words(num2words(number, to="year")))
     if 100 <= number <= 999 and number % 100 >= 10:  # "six seventy-four"
         readings.append(f"{words(num2words(number // 100))} {words(num2words(number % 100))}")
