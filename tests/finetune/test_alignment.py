@@ -502,3 +502,21 @@ def test_a_clean_text_over_a_filler_a_repeat_or_a_word_read_otherwise_is_uncerta
                 found = align(audio, 16000, written)
                 caught[kind] += bool(found["problem"] or found["otherwise"])
     assert caught["filler"] >= 5 and caught["repeat"] >= 5 and caught["other word"] >= 8, caught  # of 12 each
+
+
+def test_a_word_heard_twice_counts_only_when_heard_longer_than_a_filler():
+    # a clean "copy the whole" (espeak-ng's en+m3) was heard as "copy the the whole", the second "the" for 0.13 s in
+    # the alignment's pause, and its piece dropped; flite's "uh" is heard for 0.12 s
+    from tpu_demo.segmenting.align import Aligner
+
+    class Segment:
+        def __init__(self, word, start, end):
+            self.word, self.start_frame, self.end_frame, self.ascore = word, start, end, 1.0
+
+    align, loud = Aligner(0.4), np.ones(100, bool)
+    align.free_loop = lambda pcm, frame: np.zeros(100)  # the text fits as well as the phones heard: no word otherwise
+    segments = [Segment("copy", 0, 39), Segment("<sil>", 40, 59), Segment("the", 60, 69), Segment("whole", 70, 99)]
+    for heard, found in ((("the", 44, 56), None), (("uh", 44, 55), "speech the text lacks ('uh' heard for 0.12 s")):
+        align.unwritten = lambda *_, heard=heard: [heard]
+        said = align.said_otherwise(segments, ["copy", "the", "whole"], {}, b"", 0.01, loud)
+        assert (said and said[0][: len(found)]) == found if found else said is None, (heard, said)

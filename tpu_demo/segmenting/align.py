@@ -48,7 +48,7 @@ FILLERS = ("um", "uh", "er")  # what a speaker says between words that a clean t
 GRAMMAR_WORD = re.compile(r"^[\w'.-]+$")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a16"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a17"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -497,7 +497,9 @@ class Aligner:
     # worst); a word fitting WORD_SHORTFALL under it (clean: -114 at worst, a word read otherwise: -100 to -300; at
     # 120 held-out voices' "houses" and "recipe" were dropped, and no more words read otherwise caught)
     FILLER_SECONDS, FILLER_SHORTFALL, FILLER_SILENCE, WORD_SHORTFALL = 0.15, 50.0, 0.06, 170.0
-    FILLER_HEARD = 0.1  # seconds: a filler heard for less is no filler (flite's "uh": 0.12 s)
+    FILLER_HEARD = (
+        0.1  # seconds: a filler heard for less is no filler (flite's "uh": 0.12 s); a repeat, FILLER_SECONDS
+    )
     STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
 
     def __init__(self, max_silence: float):
@@ -607,7 +609,8 @@ class Aligner:
             silent[segment.start_frame : segment.end_frame + 1] = segment.word == "<sil>"
         for said, first, last in [] if SOUND in words else self.unwritten(frame, words, given, pcm):
             span, heard, at = slice(first, last + 1), (last - first + 1) * frame, first * frame
-            if heard < self.FILLER_HEARD:  # an "m" at a comma ("Almost, I") was heard as "um" for 0.09 s
+            # an "m" at a comma ("Almost, I") was heard as "um" for 0.09 s, "copy the whole" as "the the" for 0.13 s
+            if heard < (self.FILLER_HEARD if said in FILLERS else self.FILLER_SECONDS):
                 continue
             if (loud & silent)[span].sum() * frame >= self.FILLER_SILENCE or (
                 loud[span].sum() * frame > self.FILLER_SECONDS and under[span].sum() < -self.FILLER_SHORTFALL
