@@ -444,6 +444,12 @@ def known(decoder, word: str, guesses: list[str] | None = None) -> bool:
     return False
 
 
+def unknown_words(decoder, words: list[str], given: dict) -> list[str]:
+    """The words of `words` the decoder's dictionary lacks and that cannot be made known (`known`, with the
+    pronunciations `given`); the others are known to it after."""
+    return [word for word in dict.fromkeys(words) if not known(decoder, word, given.get(word))]
+
+
 def phones(decoder, word: str) -> int:
     """How many phones the decoder's dictionary gives `word` (a variant, "word(2)", too); 1 if it has none."""
     return len((decoder.lookup_word(word) or "x").split())
@@ -565,8 +571,7 @@ class Aligner:
         if key not in self.decoders:
             self.decoders[key] = self.decoder(loglevel="FATAL", lm=None, frate=round(1 / frame))
         decoder = self.decoders[key]
-        for word in dict.fromkeys(words):
-            known(decoder, word, given.get(word))
+        unknown_words(decoder, words, given)
         fillers = " | ".join(FILLERS)
         # none before the first word or after the last: a final consonant's release was heard as "um", and one there
         # is in EDGE_SILENCE or END_SILENCE
@@ -653,21 +658,19 @@ class Aligner:
         if not words:
             return {"confidence": 0.0, "problem": "no words to align"}
         decoder = self.decoder_at(self.FRAME)
-        unknown = [word for word in dict.fromkeys(words) if not known(decoder, word, given.get(word))]
+        unknown = unknown_words(decoder, words, given)
         if unknown:
             return {"confidence": 0.0, "problem": f"not in the aligner's dictionary: {' '.join(unknown[:3])}"}
         audio16k = to_model_rate(audio, rate)
         seconds, frame = max(len(audio16k) / RATE, self.FRAME), self.FRAME
         if fine or sum(phones(decoder, word) for word in words) / seconds > self.FAST_PHONES:
             frame, decoder = self.FRAME / 2, self.decoder_at(self.FRAME / 2)
-            for word in dict.fromkeys(words):
-                known(decoder, word, given.get(word))
+            unknown_words(decoder, words, given)
         pcm = pcm16(audio16k).tobytes()
         segments = self.aligned(decoder, frame, words, pcm)
         if not segments and frame == self.FRAME and len(words) >= self.RETRY_WORDS:  # fast words somewhere in it
             frame, decoder = self.FRAME / 2, self.decoder_at(self.FRAME / 2)
-            for word in dict.fromkeys(words):
-                known(decoder, word, given.get(word))
+            unknown_words(decoder, words, given)
             segments = self.aligned(decoder, frame, words, pcm)
         if isinstance(segments, str):
             return {"confidence": 0.0, "problem": f"not aligned ({segments})"}
