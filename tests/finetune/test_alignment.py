@@ -520,3 +520,31 @@ def test_a_word_heard_twice_counts_only_when_heard_longer_than_a_filler():
         align.unwritten = lambda *_, heard=heard: [heard]
         said = align.said_otherwise(segments, ["copy", "the", "whole"], {}, b"", 0.01, loud)
         assert (said and said[0][: len(found)]) == found if found else said is None, (heard, said)
+
+
+REPLY_AFTER = (  # (voice, sentence, the other voice, its reply): a turn the text gives to the next piece
+    ("flite:kal16", "The children walked slowly along the river bank after school.", "flite:slt", "Deal."),
+    ("flite:kal16", "She painted the kitchen wall a pale shade of green last weekend.", "en-gb-scotland", "Sure."),
+    ("flite:kal16", "The old library closes at six on most weekdays.", "flite:slt", "Right."),
+)
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_reply_after_the_text_in_two_of_the_aligners_silences_is_speech_the_text_lacks():
+    # the aligner put "Deal." (0.5 s) after a turn into two silences of 0.35 and 0.15 s, each under END_SILENCE, and
+    # its clip was kept without it (a held-out dialogue); consecutive silences are one
+    needs_speech_models()
+    from tpu_demo.segmenting.align import Aligner
+
+    align, margin = Aligner(0.4), np.zeros(3200, np.float32)
+    for voice, sentence, other, reply in REPLY_AFTER:
+        try:
+            said, answer = planted_faults.speak(sentence, voice, 16000), planted_faults.speak(reply, other, 16000)
+        except planted_faults.NoEspeak as error:
+            pytest.skip(str(error))
+        answer *= np.sqrt(np.mean(said**2) / np.mean(answer**2))
+        audio = np.concatenate([margin, said, np.zeros(2400, np.float32), answer, margin])
+        lacking = align(audio, 16000, sentence)
+        assert "speech the text lacks" in (lacking["problem"] or ""), (sentence, reply, lacking)
+        both = align(audio, 16000, f"[S1] {sentence} [S2] {reply}")
+        assert both["problem"] is None and both["otherwise"] is None, (sentence, reply, both)

@@ -48,7 +48,7 @@ FILLERS = ("um", "uh", "er")  # what a speaker says between words that a clean t
 GRAMMAR_WORD = re.compile(r"^[\w'.-]+$")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a17"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a18"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -465,6 +465,19 @@ def longest_run(flags: np.ndarray, gap: int) -> int:
     return longest
 
 
+def silence_runs(segments) -> dict[int, int]:
+    """The runs of consecutive silences among an alignment's segments: {first segment's number: last's}."""
+    runs, first = {}, None
+    for number, segment in enumerate(segments):
+        if segment.word != "<sil>":
+            first = None
+        elif first is None:
+            first = runs[number] = number
+        else:
+            runs[first] = number
+    return runs
+
+
 def log_likelihood(segments) -> float:
     """The acoustic log-likelihood of a decoding: its segments' scores (pocketsphinx gives each as a probability;
     one under 1e-300, a long stretch that fits nothing, counts as that)."""
@@ -681,10 +694,13 @@ class Aligner:
         missing = list((Counter(word for word in words if word != SOUND) - Counter(aligned)).elements())
         unexplained = 0.1 * len(missing)
         problems = [f"{' '.join(repr(word) for word in missing[:3])} aligned nowhere"] if missing else []
+        # consecutive silences are one: the aligner split a reply after a sentence ("Deal.", 0.5 s of sound) over two,
+        # each under END_SILENCE; each run is counted at its first segment (`ends`: its last)
+        ends = silence_runs(segments)
         sounding_of = {
-            number: longest_run(loud[segment.start_frame : segment.end_frame + 1], round(0.1 / frame)) * frame
-            for number, segment in enumerate(segments)
-            if segment.word == "<sil>"
+            first: longest_run(loud[segments[first].start_frame : segments[last].end_frame + 1], round(0.1 / frame))
+            * frame
+            for first, last in ends.items()
         }
         # the text's non-verbal sounds (a laugh): sound where the aligner puts silence, up to SOUND_SECONDS a sound,
         # the longest first (pocketsphinx's filler models hear a laugh as silence as often as as a sound)
@@ -696,8 +712,9 @@ class Aligner:
         for number, segment in enumerate(segments):
             length = (segment.end_frame - segment.start_frame + 1) * frame
             # a piece of speech starts and ends in speech: a word there
-            edge = self.EDGE_SILENCE if number == 0 else self.END_SILENCE if number == len(segments) - 1 else None
-            if segment.word == "<sil>" and number not in forgiven:
+            last = ends.get(number, number)
+            edge = self.EDGE_SILENCE if number == 0 else self.END_SILENCE if last == len(segments) - 1 else None
+            if number in ends and number not in forgiven:
                 sounding = sounding_of[number]
                 if sounding > (edge if edge is not None else self.max_silence):
                     unexplained += sounding
