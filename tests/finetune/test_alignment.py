@@ -548,3 +548,45 @@ def test_a_reply_after_the_text_in_two_of_the_aligners_silences_is_speech_the_te
         assert "speech the text lacks" in (lacking["problem"] or ""), (sentence, reply, lacking)
         both = align(audio, 16000, f"[S1] {sentence} [S2] {reply}")
         assert both["problem"] is None and both["otherwise"] is None, (sentence, reply, both)
+
+
+@pytest.mark.parametrize("voice", ["en+m3", "flite:slt"])
+def test_a_laugh_takes_one_sound_and_a_reply_after_it_is_speech_the_text_lacks(voice):
+    # "(laughs)" forgave every silence's sound up to 2 s: "Right." after a laugh, in the silence after the laugh's
+    # filler, was kept in the laugh's clip while the next clip got its text (a held-out dialogue)
+    needs_speech_models()
+    from tpu_demo.segmenting.align import Aligner
+
+    align, pause = Aligner(0.4), np.zeros(4800, np.float32)
+    try:
+        laughing = planted_faults.speak("That would help a lot, thank you. Ha ha ha ha.", voice, 16000)
+        reply = planted_faults.speak("Right.", "en-us+f3" if voice != "en-us+f3" else "flite:slt", 16000)
+    except planted_faults.NoEspeak as error:
+        pytest.skip(str(error))
+    reply *= np.sqrt(np.mean(laughing**2) / np.mean(reply**2))
+    audio = np.concatenate([pause, laughing, np.zeros(2400, np.float32), reply, pause])
+    lacking = align(audio, 16000, "That would help a lot, thank you. (laughs)")
+    assert "speech the text lacks" in (lacking["problem"] or ""), lacking
+    both = align(audio, 16000, "[S1] That would help a lot, thank you. (laughs) [S2] Right.")
+    assert both["problem"] is None, both
+
+
+def test_a_laugh_the_last_part_ended_with_may_go_on_in_the_next_piece():
+    # a pause cut a turn's closing laugh in two: its first piece took "(laughs)", the next began with the rest of the
+    # laugh, which no part after the tag explains, and the search lost the pieces after it
+    from tpu_demo.segmenting.align import align_text
+
+    script = "[S2] We walked in a circle for an hour. (laughs) [S1] No. [S2] The signs were wrong. [S1] Right."
+    found = pieces((0.0, 2.5), (3.0, 5.5), (6.0, 8.5))
+    fits = [
+        {"[S2] We walked in a circle for an hour. (laughs)": -0.3},
+        {"[S2] (laughs) [S1] No. [S2] The signs were wrong.": -0.3},
+        {"[S1] Right.": -0.3},
+    ]
+    align_text(found, recording(script), fitting(fits))
+    assert [piece.dropped for piece in found] == [None] * 3, [piece.detail for piece in found]
+    assert [piece.text for piece in found] == [
+        "[S2] We walked in a circle for an hour. (laughs)",
+        "[S2] (laughs) [S1] No. [S2] The signs were wrong.",
+        "[S1] Right.",
+    ]

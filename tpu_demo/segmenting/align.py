@@ -48,7 +48,7 @@ FILLERS = ("um", "uh", "er")  # what a speaker says between words that a clean t
 GRAMMAR_WORD = re.compile(r"^[\w'.-]+$")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a18"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a19"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -208,6 +208,8 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
         most = part_units(characters, at, expected)
         candidates = [(at + skip, length) for skip in range(SEARCH_SKIP + missed + 1)
                       for length in range(1, most + 1) if at + skip + length <= len(units)]  # fmt: skip
+        if at and not lost and sound_only(texts[at - 1]):  # a laugh the last part ended with goes on in this piece
+            candidates += [(at - 1, length + 1) for length in range(1, most + 1) if at + length <= len(units)]
         if times:  # subtitles: the units whose cues are about where the piece is, wherever the search has got to
             candidates = [(start, length) for start in range(at, len(units)) for length in range(1, SEARCH_UNITS + 1)
                           if start + length <= len(units) and all(near(times[unit], piece) for unit in
@@ -219,7 +221,7 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
             changes = len(TURN_CHANGE.findall(joined_text(texts[start : start + length])))  # turns part at pauses
             return (
                 abs(said - expected) / max(expected, 1.0)
-                + 0.25 * min(start - at, abs(start - at - missed))
+                + 0.25 * min(abs(start - at), abs(start - at - missed))
                 + (turn_cost * changes)
             )
 
@@ -259,6 +261,11 @@ def align_text(pieces: list[Piece], recording: Recording, align_piece) -> None:
             piece.dropped = "uncertain alignment"
             piece.detail = failure_detail(failure, found["why"])
     judge_taken(pieces, taken, float(np.median(fits)) if fits else 0.0)
+
+
+def sound_only(text: str) -> bool:
+    """A unit of text that says nothing: a non-verbal sound ("[S2] (laughs)")."""
+    return set(spoken_text(text).split()) == {SOUND}
 
 
 def part_units(characters: list[int], at: int, expected: float) -> int:
@@ -376,7 +383,7 @@ def best_part(piece, candidates, texts, align_piece, typical: float | None, in_s
     said = {c: spoken_text(part) for c, part in parts.items()}
     # a part of sounds only (a laugh) aligns as pocketsphinx's filler, which fits any speech: taken where its
     # length makes it the likeliest, never compared by fit
-    worded = {c for c in results if set(said[c].split()) != {SOUND}}
+    worded = {c for c in results if not sound_only(parts[c])}
     clean = [c for c, result in results.items() if not result["problem"]]
     failure = next((result for result in results.values() if result["problem"]), None)
     if not clean:
@@ -455,21 +462,24 @@ def phones(decoder, word: str) -> int:
     return len((decoder.lookup_word(word) or "x").split())
 
 
-def longest_run(flags: np.ndarray, gap: int) -> int:
-    """The most set flags in one run of them, a run going on over fewer than `gap` unset ones (a word's stops)."""
-    longest = count = 0
-    last = None
+def flag_runs(flags: np.ndarray, gap: int) -> list[int]:
+    """The set flags in each run of them, a run going on over fewer than `gap` unset ones (a word's stops)."""
+    runs, last = [], None
     for index in np.flatnonzero(flags):
-        count = count + 1 if last is not None and index - last <= gap else 1
-        longest, last = max(longest, count), index
-    return longest
+        if last is not None and index - last <= gap:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        last = index
+    return runs
 
 
 def silence_runs(segments) -> dict[int, int]:
-    """The runs of consecutive silences among an alignment's segments: {first segment's number: last's}."""
+    """The runs of consecutive silences among an alignment's segments, a non-verbal sound's filler (SOUND) in them
+    (a laugh put half in the silences around it): {first segment's number: last's}."""
     runs, first = {}, None
     for number, segment in enumerate(segments):
-        if segment.word != "<sil>":
+        if segment.word not in ("<sil>", SOUND):
             first = None
         elif first is None:
             first = runs[number] = number
@@ -697,15 +707,21 @@ class Aligner:
         # consecutive silences are one: the aligner split a reply after a sentence ("Deal.", 0.5 s of sound) over two,
         # each under END_SILENCE; each run is counted at its first segment (`ends`: its last)
         ends = silence_runs(segments)
-        sounding_of = {
-            first: longest_run(loud[segments[first].start_frame : segments[last].end_frame + 1], round(0.1 / frame))
-            * frame
+        runs_of = {
+            first: sorted(
+                flag_runs(loud[segments[first].start_frame : segments[last].end_frame + 1], round(0.1 / frame))
+            )
             for first, last in ends.items()
         }
-        # the text's non-verbal sounds (a laugh): sound where the aligner puts silence, up to SOUND_SECONDS a sound,
-        # the longest first (pocketsphinx's filler models hear a laugh as silence as often as as a sound)
+        sounding_of = {first: frame * max(runs, default=0) for first, runs in runs_of.items()}
+        # the text's non-verbal sounds (a laugh): the longest sound of a silence around a tag's filler, up to
+        # SOUND_SECONDS a sound, the longest first (pocketsphinx's filler models hear a laugh as silence as often as as
+        # a sound); not a silence elsewhere: a "(sighs)" with no sigh took the words said after its text's last
         budget, forgiven = self.SOUND_SECONDS * words.count(SOUND), set()
-        for sounding, number in sorted(((s, n) for n, s in sounding_of.items() if s), reverse=True):
+        holds = {
+            first for first, last in ends.items() if any(segments[n].word == SOUND for n in range(first, last + 1))
+        }
+        for sounding, number in sorted(((s, n) for n, s in sounding_of.items() if s and n in holds), reverse=True):
             if sounding <= budget:
                 budget -= sounding
                 forgiven.add(number)
@@ -714,8 +730,9 @@ class Aligner:
             # a piece of speech starts and ends in speech: a word there
             last = ends.get(number, number)
             edge = self.EDGE_SILENCE if number == 0 else self.END_SILENCE if last == len(segments) - 1 else None
-            if number in ends and number not in forgiven:
-                sounding = sounding_of[number]
+            if number in ends:
+                # a silence taken for a sound is its longest sound; a reply after a laugh is speech the text lacks
+                sounding = frame * max(runs_of[number][:-1] if number in forgiven else runs_of[number], default=0)
                 if sounding > (edge if edge is not None else self.max_silence):
                     unexplained += sounding
                     at = segment.start_frame * frame
@@ -730,10 +747,11 @@ class Aligner:
                     unexplained += sounding - self.STRETCH * count
                     problems.append(f"speech the text lacks ('{word}' stretched over {sounding:.2f} s)")
         # each non-verbal sound of the text heard: its filler over SOUND_HEARD s of sound, or a silence it explains
-        heard = len(forgiven) + sum(
+        explained = {number for first in forgiven for number in range(first, ends[first] + 1)}
+        heard = sum(sounding_of[first] >= self.SOUND_HEARD for first in forgiven) + sum(
             loud[segment.start_frame : segment.end_frame + 1].sum() * frame >= self.SOUND_HEARD
-            for segment in segments
-            if segment.word == SOUND
+            for number, segment in enumerate(segments)
+            if segment.word == SOUND and number not in explained
         )
         if (unheard := words.count(SOUND) - heard) > 0:  # a tag whose sound is not in the audio is not kept
             unexplained += 0.1 * unheard
