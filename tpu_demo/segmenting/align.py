@@ -716,7 +716,8 @@ class Aligner:
         sounding_of = {first: frame * max(runs, default=0) for first, runs in runs_of.items()}
         # the text's non-verbal sounds (a laugh): the longest sound of a silence around a tag's filler, up to
         # SOUND_SECONDS a sound, the longest first (pocketsphinx's filler models hear a laugh as silence as often as as
-        # a sound); not a silence elsewhere: a "(sighs)" with no sigh took the words said after its text's last
+        # a sound); not a silence elsewhere: a "(sighs)" with no sigh took the words said after its part ("then.
+        # Thank you."); a laugh over SOUND_SECONDS is speech the text lacks
         budget, forgiven = self.SOUND_SECONDS * words.count(SOUND), set()
         holds = {
             first for first, last in ends.items() if any(segments[n].word == SOUND for n in range(first, last + 1))
