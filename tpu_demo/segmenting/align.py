@@ -526,9 +526,8 @@ class Aligner:
     # worst); a word fitting WORD_SHORTFALL under it (clean: -114 at worst, a word read otherwise: -100 to -300; at
     # 120 held-out voices' "houses" and "recipe" were dropped, and no more words read otherwise caught)
     FILLER_SECONDS, FILLER_SHORTFALL, FILLER_SILENCE, WORD_SHORTFALL = 0.15, 50.0, 0.06, 170.0
-    FILLER_HEARD = (
-        0.1  # seconds: a filler heard for less is no filler (flite's "uh": 0.12 s); a repeat, FILLER_SECONDS
-    )
+    # seconds: a filler heard for less is no filler (flite's "uh": 0.12 s); a repeat, FILLER_SECONDS
+    FILLER_HEARD = 0.1
     STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
 
     def __init__(self, max_silence: float):
@@ -672,6 +671,42 @@ class Aligner:
             return str(error)
         return list(decoder.seg() or []) if decoder.hyp() is not None else []
 
+    def silences(self, segments, loud, frame: float, sounds: int) -> tuple[dict[int, int], dict[int, float], int]:
+        """The alignment's silences and the text's `sounds` non-verbal tags: the runs of silences (`silence_runs`:
+        the aligner split a reply after a sentence, "Deal.", 0.5 s of sound, over two, each under END_SILENCE), the
+        seconds of sound each run holds that no tag explains (its longest stretch of loud frames), and how many tags
+        were heard. A tag's sound is the longest sound of a run around its filler, up to SOUND_SECONDS a sound, the
+        longest first (pocketsphinx's filler models hear a laugh as silence as often as as a sound); the run's other
+        sound is still judged (a reply after a laugh), and a silence elsewhere is no tag's (a "(sighs)" with no sigh
+        took the words said after its part, "then. Thank you."); a laugh over SOUND_SECONDS is speech the text lacks.
+        A tag is heard where its run, or its filler outside one explained, holds SOUND_HEARD s of sound."""
+        ends = silence_runs(segments)
+        runs_of = {
+            first: sorted(
+                flag_runs(loud[segments[first].start_frame : segments[last].end_frame + 1], round(0.1 / frame))
+            )
+            for first, last in ends.items()
+        }
+        sounding_of = {first: frame * max(runs, default=0) for first, runs in runs_of.items()}
+        budget, forgiven = self.SOUND_SECONDS * sounds, set()
+        holds = {
+            first for first, last in ends.items() if any(segments[n].word == SOUND for n in range(first, last + 1))
+        }
+        for sounding, number in sorted(((s, n) for n, s in sounding_of.items() if s and n in holds), reverse=True):
+            if sounding <= budget:
+                budget -= sounding
+                forgiven.add(number)
+        judged = {
+            first: frame * max(runs[:-1] if first in forgiven else runs, default=0) for first, runs in runs_of.items()
+        }
+        explained = {number for first in forgiven for number in range(first, ends[first] + 1)}
+        heard = sum(sounding_of[first] >= self.SOUND_HEARD for first in forgiven) + sum(
+            loud[segment.start_frame : segment.end_frame + 1].sum() * frame >= self.SOUND_HEARD
+            for number, segment in enumerate(segments)
+            if segment.word == SOUND and number not in explained
+        )
+        return ends, judged, heard
+
     def __call__(self, audio: np.ndarray, rate: int, text: str, fine: bool = False) -> dict:
         """`text` as written: its spoken words (spoken.spoken) are aligned, a word the dictionary lacks with the
         pronunciation gruut gives it; a non-verbal tag as a sound. `fine`: at FRAME / 2, as a text whose only
@@ -704,36 +739,14 @@ class Aligner:
         missing = list((Counter(word for word in words if word != SOUND) - Counter(aligned)).elements())
         unexplained = 0.1 * len(missing)
         problems = [f"{' '.join(repr(word) for word in missing[:3])} aligned nowhere"] if missing else []
-        # consecutive silences are one: the aligner split a reply after a sentence ("Deal.", 0.5 s of sound) over two,
-        # each under END_SILENCE; each run is counted at its first segment (`ends`: its last)
-        ends = silence_runs(segments)
-        runs_of = {
-            first: sorted(
-                flag_runs(loud[segments[first].start_frame : segments[last].end_frame + 1], round(0.1 / frame))
-            )
-            for first, last in ends.items()
-        }
-        sounding_of = {first: frame * max(runs, default=0) for first, runs in runs_of.items()}
-        # the text's non-verbal sounds (a laugh): the longest sound of a silence around a tag's filler, up to
-        # SOUND_SECONDS a sound, the longest first (pocketsphinx's filler models hear a laugh as silence as often as as
-        # a sound); not a silence elsewhere: a "(sighs)" with no sigh took the words said after its part ("then.
-        # Thank you."); a laugh over SOUND_SECONDS is speech the text lacks
-        budget, forgiven = self.SOUND_SECONDS * words.count(SOUND), set()
-        holds = {
-            first for first, last in ends.items() if any(segments[n].word == SOUND for n in range(first, last + 1))
-        }
-        for sounding, number in sorted(((s, n) for n, s in sounding_of.items() if s and n in holds), reverse=True):
-            if sounding <= budget:
-                budget -= sounding
-                forgiven.add(number)
+        ends, judged, heard = self.silences(segments, loud, frame, words.count(SOUND))
         for number, segment in enumerate(segments):
             length = (segment.end_frame - segment.start_frame + 1) * frame
             # a piece of speech starts and ends in speech: a word there
             last = ends.get(number, number)
             edge = self.EDGE_SILENCE if number == 0 else self.END_SILENCE if last == len(segments) - 1 else None
             if number in ends:
-                # a silence taken for a sound is its longest sound; a reply after a laugh is speech the text lacks
-                sounding = frame * max(runs_of[number][:-1] if number in forgiven else runs_of[number], default=0)
+                sounding = judged[number]
                 if sounding > (edge if edge is not None else self.max_silence):
                     unexplained += sounding
                     at = segment.start_frame * frame
@@ -747,13 +760,6 @@ class Aligner:
                 elif sounding > self.STRETCH * count + 0.25:  # a word stretched over others the text lacks
                     unexplained += sounding - self.STRETCH * count
                     problems.append(f"speech the text lacks ('{word}' stretched over {sounding:.2f} s)")
-        # each non-verbal sound of the text heard: its filler over SOUND_HEARD s of sound, or a silence it explains
-        explained = {number for first in forgiven for number in range(first, ends[first] + 1)}
-        heard = sum(sounding_of[first] >= self.SOUND_HEARD for first in forgiven) + sum(
-            loud[segment.start_frame : segment.end_frame + 1].sum() * frame >= self.SOUND_HEARD
-            for number, segment in enumerate(segments)
-            if segment.word == SOUND and number not in explained
-        )
         if (unheard := words.count(SOUND) - heard) > 0:  # a tag whose sound is not in the audio is not kept
             unexplained += 0.1 * unheard
             problems.append(f"{unheard} of its non-verbal sounds not heard")
