@@ -21,6 +21,7 @@ from tpu_demo.segmenting.spoken import (
     before_a_name,
     is_sound,
     pronunciations,
+    reading_of,
     said_characters,
     spoken_text,
     tokens,
@@ -54,10 +55,12 @@ TEENS = dict(
         strict=True,
     )
 )
+TEENS |= {f"{teen}th": f"{ty[:-1]}ieth" for teen, ty in TEENS.items()}  # "fourteenth", "fortieth"
 LIKE_SOUNDING = TEENS | {ty: teen for teen, ty in TEENS.items()}
+UNITS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}  # "ninety eight": no "-teen" there
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a20"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a22"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -537,6 +540,10 @@ class Aligner:
     FILLER_SECONDS, FILLER_SHORTFALL, FILLER_SILENCE, WORD_SHORTFALL = 0.15, 50.0, 0.06, 170.0
     # seconds: a filler heard for less is no filler (flite's "uh": 0.12 s); a repeat, FILLER_SECONDS
     FILLER_HEARD = 0.1
+    # seconds of speech-loud sound in a "-teen"'s last phone, its "n", where the alignment puts it: less, and the
+    # word was said as its "-ty" (said "-teen": 0.05-0.17 s; said "-ty": 0-0.04 s from espeak-ng, up to 0.14 from
+    # flite, whose "-ty" vowel runs on)
+    TEEN_N = 0.04
     STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
 
     def __init__(self, max_silence: float):
@@ -635,9 +642,10 @@ class Aligner:
         """What a text that aligns cleanly leaves out or names otherwise: a filler or repeated word heard (`unwritten`)
         over FILLER_SILENCE s of sound that the alignment puts in a silence ("walked, um, slowly"), or over
         FILLER_SECONDS of sound it fits FILLER_SHORTFALL under the phone loop (a word stretched over it); or a word
-        (or silence) whose alignment falls WORD_SHORTFALL under the loop (`shortfalls`). On 100 clean sentences (five
-        voices) none; of 100 each with a filler, a repeated word or a word read otherwise, 48, 66 and 38 with this or
-        a `problem`. (why, the word said otherwise or None), or None."""
+        (or silence) whose alignment falls WORD_SHORTFALL under the loop (`shortfalls`); or a number word said as the
+        one like it (`heard_as`). On 100 clean sentences (five voices) none; of 100 each with a filler, a repeated
+        word or a word read otherwise, 48, 66 and 38 with this or a `problem`. (why, the word said otherwise or
+        None), or None."""
         loop = self.free_loop(pcm, frame)
         under = self.shortfalls(segments, loop)
         silent = np.zeros(len(loud), bool)
@@ -663,35 +671,46 @@ class Aligner:
                     None,
                 )
             return f"'{word}' said otherwise ({shortfall / 1000:.2f} under the phones heard)", word
-        for word, other in self.heard_as(segments, words, given, pcm, frame):
+        for word, other in self.heard_as(segments, words, given, pcm, frame, loud):
             return f"'{word}' said as '{other}'", word
         return None
 
-    def heard_as(self, segments, words: list[str], given: dict, pcm: bytes, frame: float):
-        """Each number word of the text that was said as the one like it (LIKE_SOUNDING: "fifteen" read "fifty"),
-        (word, other): its audio and a word either side, decoded with a grammar that holds either; a "-teen" heard
-        as "-ty" only where its last phone, the "n" "-ty" lacks, is squeezed to its fewest frames. On 6 voices'
-        168 sentences: a said "-ty" was heard as "-teen" in none of 82, a said "-teen" as "-ty" in 9 of 84, and
-        2 of those 9 had the "n" squeezed; 65 of 84 read otherwise caught."""
+    def heard_as(self, segments, words: list[str], given: dict, pcm: bytes, frame: float, loud):
+        """Each number word the text says that was said as the one like it (LIKE_SOUNDING: "fifteen" read "fifty",
+        "1918" read "nineteen eighty"), (word, what was said): its words as aligned (a written number's reading the
+        alignment took) and a word either side, decoded with a grammar that holds either ("ninety" before "eight"
+        has no "-teen" to be); a "-teen" heard as "-ty" only where its "n", which "-ty" lacks, holds under TEEN_N s
+        of sound (squeezed to its fewest frames, or stretched over the pause after a sentence)."""
         said = [segment for segment in segments if not segment.word.startswith(("<", "["))]
         written = [word for word in words if word != SOUND]
         if len(said) != len(written):
             return
-        margin = round(0.15 / frame)
+        margin, size, decoder = round(0.15 / frame), round(frame * RATE) * 2, self.decoders.get(frame)
         for at, word in enumerate(written):
-            if word not in LIKE_SOUNDING:
+            phones = decoder.lookup_word(said[at].word) if decoder else None  # the pronunciation aligned
+            reading = word if word in LIKE_SOUNDING else reading_of(word, phones)
+            if reading is None or not any(part in LIKE_SOUNDING for part in reading.split()):
                 continue
-            around = written[max(at - 1, 0) : at + 2]
+            before, after = written[max(at - 1, 0) : at], written[at + 1 : at + 2]
             first = max(said[max(at - 1, 0)].start_frame - margin, 0)
             last = said[min(at + 1, len(said) - 1)].end_frame + margin
-            window = pcm[first * round(frame * RATE) * 2 : (last + 1) * round(frame * RATE) * 2]
-            other = LIKE_SOUNDING[word]
-            choice = " ".join(f"({word} | {other})" if name == word else name for name in around)
-            if other not in self.decoded(frame, around, given, window, f"public <choice> = {choice};"):
-                continue
-            if word in TEENS and self.last_phone_frames(frame, around, around.index(word), given, window) > 3:
-                continue
-            yield word, other
+            window = pcm[first * size : (last + 1) * size]
+            parts = reading.split()
+            for number, part in enumerate(parts):
+                following = (parts[number + 1 :] or after)[:1]
+                if part not in LIKE_SOUNDING or (part.endswith("y") and set(following) & UNITS):
+                    continue
+                other = " ".join([*parts[:number], LIKE_SOUNDING[part], *parts[number + 1 :]])
+                rule = f"public <choice> = {' '.join(before)} ({reading} | {other}) {' '.join(after)};"
+                heard = " ".join(self.decoded(frame, before + parts + after, given, window, rule))
+                if f" {other} " not in f" {heard} ":
+                    continue
+                if part in TEENS:  # its "n" as the phone alignment puts it: a said "-ty" leaves it little sound
+                    span = self.last_n(frame, before + parts + after, len(before) + number, given, window)
+                    if span and loud[first + span[0] : first + span[0] + span[1]].sum() * frame >= self.TEEN_N:
+                        continue
+                yield word, other
+                break
 
     def decoded(self, frame: float, words: list[str], given: dict, pcm: bytes, rule: str) -> list[str]:
         """The words a JSGF `rule` over `words` decodes `pcm` as."""
@@ -712,9 +731,9 @@ class Aligner:
             return []
         return decoder.hyp().hypstr.split() if decoder.hyp() is not None else []
 
-    def last_phone_frames(self, frame: float, words: list[str], at: int, given: dict, pcm: bytes) -> int:
-        """How many frames the last phone of `words[at]` takes in `words`' phone-level alignment to `pcm` (a second
-        pass over the word alignment); 0 where it does not align."""
+    def last_n(self, frame: float, words: list[str], at: int, given: dict, pcm: bytes) -> tuple[int, int] | None:
+        """The first frame and the frames of the last "n" of `words[at]` (a "-teen"'s, "-teenth"'s) in `words`'
+        phone-level alignment to `pcm` (a second pass over the word alignment); None where it does not align."""
         key = ("phones", frame)
         if key not in self.decoders:
             self.decoders[key] = self.decoder(loglevel="FATAL", lm=None, frate=round(1 / frame), bestpath=False)
@@ -731,14 +750,14 @@ class Aligner:
                 decoder.end_utt()
         except RuntimeError:
             self.decoders.pop(key)
-            return 0
+            return None
         alignment = decoder.get_alignment()  # held: its words are views into it
-        lasts = [
-            [phone.duration for phone in word][-1]
+        spans = [
+            [(phone.start, phone.duration) for phone in word if phone.name == "N"][-1:]
             for word in alignment.words()
             if not word.name.startswith(("<", "["))
         ]
-        return lasts[at] if len(lasts) == len(words) else 0
+        return spans[at][0] if len(spans) == len(words) and spans[at] else None
 
     def aligned(self, decoder, frame: float, words: list[str], pcm: bytes) -> list | str:
         """The decoder's segments of `words` forced onto `pcm`: none where they do not align, the decoder's error

@@ -106,6 +106,7 @@ def said_as(name: str, readings) -> tuple[str, tuple[str, ...]] | None:
         if all(phones):
             variants.append(" ".join(phones))
             READINGS.setdefault(name, reading)
+            SAID_READINGS.setdefault(name, {}).setdefault(" ".join(phones), reading)
     return (name, tuple(dict.fromkeys(variants))) if variants else None
 
 
@@ -280,6 +281,7 @@ NUMBER_WORDS = {
 }  # fmt: skip
 NUMBER = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d{1,7})$")  # a whole number as written: 105, 1,200 (not 3.5, 3rd)
 READINGS = {}  # a number's word for the aligner: its usual reading (what its length is counted by)
+SAID_READINGS = {}  # a written form's word for the aligner: the reading each of its pronunciations says
 PLAIN = re.compile(r"^[A-Za-z]+(?:'[A-Za-z]+)?$")
 PUNCTUATION_AROUND = re.compile(r"^[\"'(\[¡¿]+|[.,!?;:\"')\]…]+$")
 READ_AS_WORD = re.compile(r"^[a-z][a-z'.]*$")  # a word gruut's grapheme-to-phoneme model may pronounce
@@ -413,6 +415,11 @@ def plain_word(token: str) -> str | None:
     if not PLAIN.match(word) or (word.isupper() and len(word) > 1):
         return None
     return word.lower() if word.lower() in dictionary() else None
+
+
+def reading_of(word: str, phones: str | None) -> str | None:
+    """The words a written form's word for the aligner (`said_as`) says in its pronunciation `phones`."""
+    return SAID_READINGS.get(word, {}).get(phones or "")
 
 
 def said_characters(word: str) -> int:
