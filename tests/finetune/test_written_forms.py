@@ -203,9 +203,7 @@ def test_a_piece_that_does_not_align_costs_only_itself_and_a_block_read_out_of_o
 def test_a_script_with_numbers_and_names_keeps_its_speech_with_the_words_said(tmp_path):
     _, report, scores = segment_planted(planted_speech.write_written_forms, tmp_path)
     for name, row in scores.items():
-        # the script's "14 Elm St." is heard as "forty Elm" (the check for a number said as the one like it drops a
-        # piece it cannot tell, rather than keep a wrong text): one sentence of 16
-        assert row["good_kept"] >= (0.85 if name == "forms/script" else 0.9) * row["good_seconds"], (name, row)
+        assert row["good_kept"] >= 0.9 * row["good_seconds"], (name, row)
         assert row["wrong_text"] == 0 and row["cuts_inside"] == 0, (name, row)
     kept = [clip for clip in report["clips"] if clip["recording"] == "forms/script" and not clip["dropped"]]
     assert any("$42.50 on March 3rd, 2021." in clip["text"] for clip in kept)  # kept as written
