@@ -604,29 +604,14 @@ class Aligner:
     def unwritten(self, frame: float, words: list[str], given: dict, pcm: bytes) -> list[tuple[str, int, int]]:
         """Words said that the text lacks: the audio decoded with a grammar of the text that lets a filler ("um",
         "uh") or a repeated word in between its words: (word, first frame, last frame) each."""
-        key = ("grammar", frame)
         if not all(GRAMMAR_WORD.match(word) for word in words):  # a word JSGF cannot hold unquoted (no quoting)
             return []
-        if key not in self.decoders:
-            self.decoders[key] = self.decoder(loglevel="FATAL", lm=None, frate=round(1 / frame))
-        decoder = self.decoders[key]
-        unknown_words(decoder, words, given)
         fillers = " | ".join(FILLERS)
         # none before the first word or after the last: a final consonant's release was heard as "um", and one there
         # is in EDGE_SILENCE or END_SILENCE
         body = " ".join(f"{word} [<filler> | {word}]" for word in words[:-1]) + f" {words[-1]}"
-        grammar = f"#JSGF V1.0;\ngrammar text;\n<filler> = {fillers};\npublic <text> = {body};\n"
-        try:
-            decoder.add_jsgf_string("text", grammar.encode())
-            decoder.activate_search("text")
-            decoder.reinit_feat()
-            decoder.start_utt()
-            decoder.process_raw(pcm, full_utt=True)
-            decoder.end_utt()
-        except RuntimeError:
-            self.decoders.pop(key)
-            return []
-        if decoder.hyp() is None:
+        decoder = self.grammar_decoding(frame, words, given, pcm, f"<filler> = {fillers};\npublic <text> = {body};")
+        if decoder is None or decoder.hyp() is None:
             return []
         expected, found = 0, []
         for segment in decoder.seg():
@@ -719,22 +704,28 @@ class Aligner:
 
     def decoded(self, frame: float, words: list[str], given: dict, pcm: bytes, rule: str) -> list[str]:
         """The words a JSGF `rule` over `words` decodes `pcm` as."""
+        decoder = self.grammar_decoding(frame, words, given, pcm, rule)
+        return decoder.hyp().hypstr.split() if decoder is not None and decoder.hyp() is not None else []
+
+    def grammar_decoding(self, frame: float, words: list[str], given: dict, pcm: bytes, rules: str):
+        """The grammar decoder once it decoded `pcm` with JSGF `rules` over `words` (its hyp() and seg()); None
+        where it refuses them."""
         key = ("grammar", frame)
         if key not in self.decoders:
             self.decoders[key] = self.decoder(loglevel="FATAL", lm=None, frate=round(1 / frame))
         decoder = self.decoders[key]
         unknown_words(decoder, words, given)
         try:
-            decoder.add_jsgf_string("choice", f"#JSGF V1.0;\ngrammar choice;\n{rule}\n".encode())
-            decoder.activate_search("choice")
+            decoder.add_jsgf_string("text", f"#JSGF V1.0;\ngrammar text;\n{rules}\n".encode())
+            decoder.activate_search("text")
             decoder.reinit_feat()
             decoder.start_utt()
             decoder.process_raw(pcm, full_utt=True)
             decoder.end_utt()
         except RuntimeError:
             self.decoders.pop(key)
-            return []
-        return decoder.hyp().hypstr.split() if decoder.hyp() is not None else []
+            return None
+        return decoder
 
     def last_n(self, frame: float, words: list[str], at: int, given: dict, pcm: bytes) -> tuple[int, int] | None:
         """The first frame and the frames of the last "n" of `words[at]` (a "-teen"'s, "-teenth"'s) in `words`'
