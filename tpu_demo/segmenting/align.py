@@ -58,11 +58,12 @@ TEENS = dict(
 TEENS |= {f"{teen}th": f"{ty[:-1]}ieth" for teen, ty in TEENS.items()}  # "fourteenth", "fortieth"
 LIKE_SOUNDING = TEENS | {ty: teen for teen, ty in TEENS.items()}
 UNITS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}  # "ninety eight": no "-teen" there
-# ARPAbet: a "-teen"'s "n" runs into a next word that starts with one of these
-RUNS_ON = ("AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH", "UW", "N ")
+# ARPAbet: a "-teen"'s "n" runs into a next word that starts with a vowel, a nasal or an approximant
+RUNS_ON = ("AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH", "UW")
+RUNS_ON += ("N ", "M ", "W ", "L ", "R ", "Y ")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a24"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a25"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -543,8 +544,9 @@ class Aligner:
     # seconds: a filler heard for less is no filler (flite's "uh": 0.12 s); a repeat, FILLER_SECONDS
     FILLER_HEARD = 0.1
     # seconds of speech-loud sound in a "-teen"'s last phone, its "n", where the alignment puts it: less, and the
-    # word was said as its "-ty" (said "-teen": 0.05-0.17 s; said "-ty": 0-0.04 s from espeak-ng, up to 0.14 from
-    # flite, whose "-ty" vowel runs on)
+    # word was said as its "-ty" (said "-teen" where no next word takes its "n", RUNS_ON: 0.05-0.17 s in 504
+    # sentences of six voices, under 0.04 in some of espeak-ng en-us+f3's at a sentence's end; said "-ty": 0-0.04 s
+    # from espeak-ng, up to 0.14 from flite, whose "-ty" vowel runs on)
     TEEN_N = 0.04
     STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
 
@@ -668,21 +670,27 @@ class Aligner:
         alignment took) and a word either side, decoded with a grammar that holds either ("ninety" before "eight"
         has no "-teen" to be); a "-teen" heard as "-ty" only where its "n", which "-ty" lacks, holds under TEEN_N s
         of sound (squeezed to its fewest frames, or stretched over the pause after a sentence), and not before a
-        vowel or an "n", where a said "n" is as short (before a vowel, 0.03 s in 26 of 36 right sentences) and the
-        grammar heard 28 of 84 right ones as "-ty"."""
+        word that starts with a vowel, a nasal or an approximant (RUNS_ON), where a said "n" is as short (before a
+        vowel, 0.03 s in 26 of 36 right sentences) and the grammar heard 28 of 84 right ones as "-ty". A neighbour
+        across a non-verbal sound, or one JSGF cannot hold ("r1/2"), is left out of the grammar."""
         said = [segment for segment in segments if not segment.word.startswith(("<", "["))]
         written = [word for word in words if word != SOUND]
         if len(said) != len(written):
             return
+        # a neighbour the grammar holds: a word JSGF can hold ("r1/2" it cannot), with no non-verbal sound between
+        tag_after = {len([word for word in words[:number] if word != SOUND]) - 1 for number in range(len(words))
+                     if words[number] == SOUND}  # fmt: skip
         margin, size, decoder = round(0.15 / frame), round(frame * RATE) * 2, self.decoders.get(frame)
         for at, word in enumerate(written):
             phones = decoder.lookup_word(said[at].word) if decoder else None  # the pronunciation aligned
             reading = word if word in LIKE_SOUNDING else reading_of(word, phones)
             if reading is None or not any(part in LIKE_SOUNDING for part in reading.split()):
                 continue
-            before, after = written[max(at - 1, 0) : at], written[at + 1 : at + 2]
-            first = max(said[max(at - 1, 0)].start_frame - margin, 0)
-            last = said[min(at + 1, len(said) - 1)].end_frame + margin
+            before = [written[at - 1]] if at and at - 1 not in tag_after else []
+            after = written[at + 1 : at + 2] if at not in tag_after else []
+            before, after = ([word for word in side if GRAMMAR_WORD.match(word)] for side in (before, after))
+            first = max(said[at - len(before)].start_frame - (margin if at == 0 or before else 0), 0)
+            last = said[at + len(after)].end_frame + (margin if at == len(said) - 1 or after else 0)
             window = pcm[first * size : (last + 1) * size]
             parts = reading.split()
             for number, part in enumerate(parts):
@@ -698,7 +706,7 @@ class Aligner:
                     if following and decoder and (decoder.lookup_word(following[0]) or "").startswith(RUNS_ON):
                         continue  # its "n" starts the next word ("fourteen Elm", "nineteen ninety"): as short as none
                     span = self.last_n(frame, before + parts + after, len(before) + number, given, window)
-                    if span and loud[first + span[0] : first + span[0] + span[1]].sum() * frame >= self.TEEN_N:
+                    if span is None or loud[first + span[0] : first + span[0] + span[1]].sum() * frame >= self.TEEN_N:
                         continue
                 yield word, other
                 break
@@ -723,7 +731,7 @@ class Aligner:
             decoder.start_utt()
             decoder.process_raw(pcm, full_utt=True)
             decoder.end_utt()
-        except RuntimeError:
+        except (RuntimeError, ValueError):  # ValueError: a grammar it cannot parse
             self.decoders.pop(key)
             return None
         return decoder
