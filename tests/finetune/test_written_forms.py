@@ -45,13 +45,14 @@ def test_written_forms_are_aligned_as_they_are_said(gruut, written, said):
 def test_money_and_temperatures_are_one_word_whose_pronunciations_are_their_readings(gruut):
     # gruut read "£1.20" as "one pound sterling twenty pence", and "180°C" as "one hundred eighty degrees": a reader
     # saying "one pound twenty" or "degrees Celsius" had the clip dropped
-    from tpu_demo.segmenting.spoken import READINGS, pronunciations, spoken_text
+    from tpu_demo.segmenting.spoken import pronunciations, spoken_text, usual_reading
 
     assert spoken_text("A stamp costs £1.20, a coffee $3.05 and a cake €1.50.") == (
         "a stamp costs r£1.20 a coffee r$3.05 and a cake r€1.50"
     )
     found = pronunciations("£1.20 $3.05 €1.50")
-    assert len(found["r£1.20"]) == 4 and len(found["r$3.05"]) == 4 and READINGS["r£1.20"] == "one pound twenty pence"
+    assert len(found["r£1.20"]) == 4 and len(found["r$3.05"]) == 4
+    assert usual_reading("r£1.20") == "one pound twenty pence"
     assert spoken_text("Set the oven to 180°C, or 350 °F, with 2 L of water.") == (
         "set the oven to n180 r°c or n350 r°f with two liters of water"
     )
@@ -99,10 +100,10 @@ def test_a_written_form_is_one_word_whose_pronunciations_are_its_readings(gruut,
 
 
 def test_a_regnal_number_follows_a_name_and_a_lone_i_is_a_word(gruut):
-    from tpu_demo.segmenting.spoken import READINGS, spoken
+    from tpu_demo.segmenting.spoken import spoken, usual_reading
 
     said = dict(spoken("Henry VIII met Malcolm X, and I left."))
-    assert READINGS["rVIII"] == "the eighth" and len(said["rVIII"]) == 4 and len(said["rX"]) == 4
+    assert usual_reading("rVIII") == "the eighth" and len(said["rVIII"]) == 4 and len(said["rX"]) == 4
     assert "i" in said or "i." in said  # "I" alone is the pronoun, never the numeral one
 
 

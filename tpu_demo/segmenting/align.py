@@ -17,6 +17,7 @@ from tpu_demo.model.tokens import TEXT_TAGS
 from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.read import RATE, Recording, to_model_rate
 from tpu_demo.segmenting.spoken import (
+    SAID_READINGS,
     SOUND,
     before_a_name,
     is_sound,
@@ -678,12 +679,17 @@ class Aligner:
         if len(said) != len(written):
             return
         # a neighbour the grammar holds: a word JSGF can hold ("r1/2" it cannot), with no non-verbal sound between
-        tag_after = {len([word for word in words[:number] if word != SOUND]) - 1 for number in range(len(words))
-                     if words[number] == SOUND}  # fmt: skip
+        tag_after, count = set(), 0
+        for word in words:
+            if word == SOUND:
+                tag_after.add(count - 1)  # after the written word before it
+            else:
+                count += 1
         margin, size, decoder = round(0.15 / frame), round(frame * RATE) * 2, self.decoders.get(frame)
         for at, word in enumerate(written):
-            phones = decoder.lookup_word(said[at].word) if decoder else None  # the pronunciation aligned
-            reading = word if word in LIKE_SOUNDING else reading_of(word, phones)
+            reading = word if word in LIKE_SOUNDING else None
+            if reading is None and decoder and word in SAID_READINGS:  # by the pronunciation aligned
+                reading = reading_of(word, decoder.lookup_word(said[at].word))
             if reading is None or not any(part in LIKE_SOUNDING for part in reading.split()):
                 continue
             before = [written[at - 1]] if at and at - 1 not in tag_after else []

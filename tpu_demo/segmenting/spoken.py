@@ -105,7 +105,6 @@ def said_as(name: str, readings) -> tuple[str, tuple[str, ...]] | None:
         phones = [dictionary().get(word) for word in reading.split()]
         if all(phones):
             variants.append(" ".join(phones))
-            READINGS.setdefault(name, reading)
             SAID_READINGS.setdefault(name, {}).setdefault(" ".join(phones), reading)
     return (name, tuple(dict.fromkeys(variants))) if variants else None
 
@@ -280,8 +279,7 @@ NUMBER_WORDS = {
     "sixty", "seventy", "eighty", "ninety",
 }  # fmt: skip
 NUMBER = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d{1,7})$")  # a whole number as written: 105, 1,200 (not 3.5, 3rd)
-READINGS = {}  # a number's word for the aligner: its usual reading (what its length is counted by)
-SAID_READINGS = {}  # a written form's word for the aligner: the reading each of its pronunciations says
+SAID_READINGS = {}  # a written form's word for the aligner: the reading each of its pronunciations says, usual first
 PLAIN = re.compile(r"^[A-Za-z]+(?:'[A-Za-z]+)?$")
 PUNCTUATION_AROUND = re.compile(r"^[\"'(\[¡¿]+|[.,!?;:\"')\]…]+$")
 READ_AS_WORD = re.compile(r"^[a-z][a-z'.]*$")  # a word gruut's grapheme-to-phoneme model may pronounce
@@ -422,9 +420,14 @@ def reading_of(word: str, phones: str | None) -> str | None:
     return SAID_READINGS.get(word, {}).get(phones or "")
 
 
+def usual_reading(word: str) -> str | None:
+    """A written form's word for the aligner's usual reading (its first), what its length is counted by."""
+    return next(iter(SAID_READINGS.get(word, {}).values()), None)
+
+
 def said_characters(word: str) -> int:
     """The characters a spoken word stands for: a number's usual reading's."""
-    return len(READINGS.get(word, word).replace(" ", ""))
+    return len((usual_reading(word) or word).replace(" ", ""))
 
 
 def spoken_text(text: str) -> str:
