@@ -344,6 +344,34 @@ def test_a_taken_part_whose_text_is_not_all_that_is_said_drops_its_piece_and_an_
     assert [piece.dropped for piece in found] == [None] * 3 + ["uncertain alignment"] + [None] * 3
 
 
+def test_a_teen_before_a_sound_its_n_runs_into_heard_as_its_ty_is_dropped_unless_most_are_heard_so():
+    # "We bought fourteen apples" said "forty apples" was kept: before a vowel the "n" is as short as none, and the
+    # grammar heard right "-teen"s there as "-ty" on some voices (espeak-ng en-us+f3: 23 of 28), on others almost
+    # never (flite slt: 0 of 28); where most of a recording's are heard so, it is the voice
+    from tpu_demo.evaluation.intelligibility import normalise
+    from tpu_demo.segmenting.align import RUNS_ON_SHARE, align_text
+
+    script = [f"Sentence {name} holds fourteen apples." for name in "ABCDEFG"]
+    align_piece = fitting([{text: -0.3} for text in script])
+
+    def segmented(heard_ty: set[int]):
+        def aligned(piece, text):
+            heard = next((number for number, part in enumerate(script) if normalise(part) == normalise(text)), None)
+            return align_piece(piece, text) | {"runs_on": [["fourteen", "forty" if heard in heard_ty else None]]}
+
+        found = pieces(*[(3.0 * number, 3.0 * number + 2.5) for number in range(7)])
+        align_text(found, recording("[S1] " + " ".join(script)), aligned)
+        return found
+
+    found = segmented({2})
+    assert [piece.dropped for piece in found] == [None, None, "uncertain alignment"] + [None] * 4
+    assert "'fourteen' said as 'forty'" in found[2].detail
+    assert [piece.text for piece in found[3:]] == [f"[S1] {text}" for text in script[3:]]  # still in step
+    assert [piece.dropped for piece in segmented({0, 2, 4, 6})] == [None] * 7  # 4 of 7: the voice's way
+    assert RUNS_ON_SHARE == 0.5
+    assert [piece.dropped for piece in segmented({0, 2, 4})].count("uncertain alignment") == 3  # 3 of 7: said so
+
+
 def test_a_part_that_another_part_fits_almost_as_well_is_not_taken():
     # two sentences of one form a word apart: the first that aligned was taken, right or not
     from tpu_demo.segmenting.align import FIT_MARGIN, align_text
@@ -518,7 +546,7 @@ def test_a_word_heard_twice_counts_only_when_heard_longer_than_a_filler():
     segments = [Segment("copy", 0, 39), Segment("<sil>", 40, 59), Segment("the", 60, 69), Segment("whole", 70, 99)]
     for heard, found in ((("the", 44, 56), None), (("uh", 44, 55), "speech the text lacks ('uh' heard for 0.12 s")):
         align.unwritten = lambda *_, heard=heard: [heard]
-        said = align.said_otherwise(segments, ["copy", "the", "whole"], {}, b"", 0.01, loud)
+        said = align.said_otherwise(segments, ["copy", "the", "whole"], {}, b"", 0.01, loud, [])
         assert (said and said[0][: len(found)]) == found if found else said is None, (heard, said)
 
 
@@ -699,6 +727,24 @@ def test_a_teen_said_before_a_word_its_n_runs_into_is_kept():
             pytest.skip(str(error))
         found = align(np.concatenate([margin, audio, margin]), 16000, text)
         assert found["problem"] is None and found["otherwise"] is None, (text, found)
+
+
+def test_a_teen_before_a_word_its_n_runs_into_is_recorded_with_what_the_grammar_heard():
+    # "fourteen apples" read "forty apples": the grammar hears "-ty", and the recording judges it (judge_taken)
+    needs_speech_models()
+    from tpu_demo.segmenting.align import Aligner
+
+    align, margin, heard = Aligner(0.4), np.zeros(3200, np.float32), []
+    for voice in ("flite:slt", "flite:awb"):
+        for written, said in (("fourteen", "fourteen"), ("fourteen", "forty"), ("sixteen", "sixty")):
+            try:
+                audio = planted_faults.speak(f"We bought {said} apples for the pie.", voice, 16000)
+            except planted_faults.NoEspeak as error:
+                pytest.skip(str(error))
+            found = align(np.concatenate([margin, audio, margin]), 16000, f"We bought {written} apples for the pie.")
+            assert found["problem"] is None and found["otherwise"] is None, (voice, said, found)
+            heard.append(found["runs_on"])
+    assert heard == [[["fourteen", None]], [["fourteen", "forty"]], [["sixteen", "sixty"]]] * 2, heard
 
 
 def test_a_number_next_to_a_word_a_grammar_cannot_hold_or_a_non_verbal_sound_is_checked_without_it():

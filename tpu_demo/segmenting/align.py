@@ -46,6 +46,10 @@ RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way:
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 ACCENT_PIECES = 3  # pieces in which a word is said otherwise, the same way, before that is the speaker's way
+# a "-teen" before a sound its "n" runs into, heard as its "-ty" in ACCENT_PIECES pieces and this share of such
+# "-teen"s of a recording, is the voice's way (the grammar heard 0-7 % of flite's right ones as "-ty", 43-82 % of
+# three espeak-ng voices'): else it was said as the "-ty"
+RUNS_ON_SHARE = 0.5
 FILLERS = ("um", "uh", "er")  # what a speaker says between words that a clean transcript leaves out ("ah": a vowel)
 GRAMMAR_WORD = re.compile(r"^[\w'.-]+$")
 # number words that sound alike: "fifteen" read "fifty" aligns cleanly and fits the phone loop as well
@@ -64,7 +68,7 @@ RUNS_ON = ("AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW
 RUNS_ON += ("N ", "M ", "W ", "L ", "R ", "Y ")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a25"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a26"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -309,8 +313,13 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
     was one): its confidence, and under 0.5 the piece dropped; so is one whose part leaves out a filler or names a
     word said otherwise (Aligner.said_otherwise): the part is the piece's, the text is not what is said. A word
     said otherwise in ACCENT_PIECES taken parts or more is the speaker's way of saying it (espeak-ng's RP "Derby",
-    "darby", in 12 of a list's 104), not another word."""
+    "darby", in 12 of a list's 104), not another word. So is a "-teen" before a sound its "n" runs into that the
+    grammar hears as its "-ty" (Aligner.heard_as) in ACCENT_PIECES pieces and RUNS_ON_SHARE of such "-teen"s; else
+    each one heard so was said so."""
     said_so = Counter(result.get("otherwise_word") for result, _, _ in taken.values())
+    checked = [entry for result, _, _ in taken.values() for entry in result.get("runs_on", [])]
+    heard_ty = sum(other is not None for _, other in checked)
+    voices_way = heard_ty >= ACCENT_PIECES and heard_ty >= RUNS_ON_SHARE * len(checked)
 
     def accent(word: str | None) -> bool:
         return word is not None and said_so[word] >= ACCENT_PIECES
@@ -326,6 +335,12 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
                 piece.dropped = "uncertain alignment"
                 piece.detail = (
                     f"its part of the text leaves out or names otherwise what is said: {result['otherwise']}"
+                )
+            elif not piece.dropped and not voices_way and (said := [e for e in result.get("runs_on", []) if e[1]]):
+                piece.dropped = "uncertain alignment"
+                piece.detail = (
+                    f"its part of the text leaves out or names otherwise what is said: '{said[0][0]}' said as "
+                    f"'{said[0][1]}'"
                 )
 
 
@@ -628,7 +643,9 @@ class Aligner:
                 found.append((word, segment.start_frame, segment.end_frame))
         return found
 
-    def said_otherwise(self, segments, words: list[str], given: dict, pcm: bytes, frame: float, loud) -> tuple | None:
+    def said_otherwise(
+        self, segments, words: list[str], given: dict, pcm: bytes, frame: float, loud, runs_on: list
+    ) -> tuple | None:
         """What a text that aligns cleanly leaves out or names otherwise: a filler or repeated word heard (`unwritten`)
         over FILLER_SILENCE s of sound that the alignment puts in a silence ("walked, um, slowly"), or over
         FILLER_SECONDS of sound it fits FILLER_SHORTFALL under the phone loop (a word stretched over it); or a word
@@ -661,11 +678,11 @@ class Aligner:
                     None,
                 )
             return f"'{word}' said otherwise ({shortfall / 1000:.2f} under the phones heard)", word
-        for word, other in self.heard_as(segments, words, given, pcm, frame, loud):
+        for word, other in self.heard_as(segments, words, given, pcm, frame, loud, runs_on):
             return f"'{word}' said as '{other}'", word
         return None
 
-    def heard_as(self, segments, words: list[str], given: dict, pcm: bytes, frame: float, loud):
+    def heard_as(self, segments, words: list[str], given: dict, pcm: bytes, frame: float, loud, runs_on: list):
         """Each number word the text says that was said as the one like it (LIKE_SOUNDING: "fifteen" read "fifty",
         "1918" read "nineteen eighty"), (word, what was said): its words as aligned (a written number's reading the
         alignment took) and a word either side, decoded with a grammar that holds either ("ninety" before "eight"
@@ -706,11 +723,18 @@ class Aligner:
                 other = " ".join([*parts[:number], LIKE_SOUNDING[part], *parts[number + 1 :]])
                 rule = f"public <choice> = {' '.join(before)} ({reading} | {other}) {' '.join(after)};"
                 heard = self.decoded(frame, before + parts + after, given, window, rule)[len(before) :]
-                if heard[: len(parts)] != other.split():  # where the word is: "nineteen ninety" holds "nineteen"
+                said_other = heard[: len(parts)] == other.split()  # where the word is: "nineteen ninety" holds both
+                if (
+                    part in TEENS
+                    and following
+                    and decoder
+                    and (decoder.lookup_word(following[0]) or "").startswith(RUNS_ON)
+                ):  # its "n" starts the next word ("fourteen Elm"), as short as none: judged by the recording
+                    runs_on.append([word, other if said_other else None])
+                    continue
+                if not said_other:
                     continue
                 if part in TEENS:  # its "n" as the phone alignment puts it: a said "-ty" leaves it little sound
-                    if following and decoder and (decoder.lookup_word(following[0]) or "").startswith(RUNS_ON):
-                        continue  # its "n" starts the next word ("fourteen Elm", "nineteen ninety"): as short as none
                     span = self.last_n(frame, before + parts + after, len(before) + number, given, window)
                     if span is None or loud[first + span[0] : first + span[0] + span[1]].sum() * frame >= self.TEEN_N:
                         continue
@@ -880,7 +904,8 @@ class Aligner:
         frames = max(len(audio16k) / (frame * RATE), 1.0)
         fit = 1000 * (log_likelihood(segments) - self.free_loop(pcm, frame).sum()) / frames
         # judged once the part is taken (judge_taken): a problem here would send the search to other parts
-        otherwise = None if problems else self.said_otherwise(segments, words, given, pcm, frame, loud)
+        runs_on = []  # each "-teen" before a sound its "n" runs into: [word, what the grammar heard it as, or None]
+        otherwise = None if problems else self.said_otherwise(segments, words, given, pcm, frame, loud, runs_on)
         otherwise, otherwise_word = otherwise or (None, None)
         if frame == self.FRAME and problems and all("squeezed" in problem for problem in problems):
             finer = self(audio, rate, text, fine=True)
@@ -893,4 +918,5 @@ class Aligner:
             "fit": round(fit, 3),
             "otherwise": otherwise,
             "otherwise_word": otherwise_word,
+            "runs_on": runs_on,
         }
