@@ -40,6 +40,22 @@ def refuse_without_recogniser(config, recordings) -> None:
         )
 
 
+def unused_recogniser(config, recordings) -> str | None:
+    """A recogniser named in segment_asr_model that no recording needs (each has its English text, aligned by
+    pocketsphinx): said, not silently ignored."""
+    named = config.recordings.segment_asr_model
+    if (
+        not named
+        or named == "pocketsphinx"
+        or not all(aligns(recording, config.recordings) for recording in recordings)
+    ):
+        return None
+    return (
+        f"segment_asr_model {named}: not used: each recording has its English text, which pocketsphinx aligns to "
+        "its audio (a recogniser transcribes recordings without a text and splits other languages' texts)"
+    )
+
+
 def main(argv=None) -> int:
     refuse_unsupported_transformers()
     from tpu_demo.config.checks import check_config, settings
@@ -71,6 +87,8 @@ def main(argv=None) -> int:
                 say(f"recordings: {name}: {problem}: skipped; to leave it out for good, add it to skip_recordings")
             if state.num_processes > 1:  # `accelerate launch --num_processes 2` alone starts one on a CPU host
                 say(f"{len(recordings)} recordings shared by {state.num_processes} processes")
+            if unused := unused_recogniser(config, recordings):
+                say(unused)
         if any(recording.text for recording in recordings):
             import jiwer  # noqa: F401 (aligning a recording's text compares transcripts)
         TIMES.clear()  # this run's, not those of an earlier run in this process (a notebook's)

@@ -143,3 +143,22 @@ def test_a_recordings_own_text_in_another_language_is_trained_on_not_reviewed(tm
     assert trained and all("alice/take2" not in row["audio"] and row["language"] == "de" for row in trained)
     assert review and all("alice/take2" in row["audio"] for row in review)
     assert run.stdout.count("carry the recogniser's transcript, unchecked") == 1  # the review list's line only
+
+
+def test_a_recogniser_no_recording_needs_is_named_not_ignored():
+    # every recording with its English text is aligned by pocketsphinx: a Whisper named in segment_asr_model did
+    # nothing, without a word
+    from types import SimpleNamespace
+
+    from tpu_demo.segment import unused_recogniser
+
+    def config(model, language=None):
+        return SimpleNamespace(recordings=SimpleNamespace(segment_asr_model=model, segment_language=language))
+
+    with_text, without = SimpleNamespace(text="[S1] Hello there."), SimpleNamespace(text=None)
+    line = unused_recogniser(config("my-whisper"), [with_text, with_text])
+    assert line.startswith("segment_asr_model my-whisper: not used: each recording has its English text")
+    assert unused_recogniser(config("my-whisper"), [with_text, without]) is None  # it transcribes one
+    assert unused_recogniser(config("my-whisper", "de"), [with_text]) is None  # it splits a German text
+    assert unused_recogniser(config("pocketsphinx"), [with_text]) is None  # the aligner's own
+    assert unused_recogniser(config(None), [with_text]) is None

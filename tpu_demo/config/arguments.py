@@ -272,8 +272,9 @@ class RecordingsArguments:
     max_asr_cer: float = field(
         default=0.5,
         metadata={
-            "help": "with a recording's own text: clips whose transcript differs from the text aligned to them by "
-            "more than this character error rate are dropped"
+            "help": "with a recording's own text in another language than English (English texts are aligned by "
+            "pocketsphinx instead): clips whose transcript differs from the text split over them by more than this "
+            "character error rate are dropped"
         },
     )
     train_on_unchecked_text: bool = field(
