@@ -352,15 +352,16 @@ def test_a_teen_before_a_sound_its_n_runs_into_heard_as_its_ty_is_dropped_unless
     from tpu_demo.segmenting.align import RUNS_ON_SHARE, align_text
 
     script = [f"Sentence {name} holds fourteen apples." for name in "ABCDEFG"]
-    align_piece = fitting([{text: -0.3} for text in script])
 
-    def segmented(heard_ty: set[int]):
-        def aligned(piece, text):
-            heard = next((number for number, part in enumerate(script) if normalise(part) == normalise(text)), None)
-            return align_piece(piece, text) | {"runs_on": [["fourteen", "forty" if heard in heard_ty else None]]}
+    def segmented(heard_ty: set[int], script=script, text=None):
+        align_piece = fitting([{part: -0.3} for part in script])
 
-        found = pieces(*[(3.0 * number, 3.0 * number + 2.5) for number in range(7)])
-        align_text(found, recording("[S1] " + " ".join(script)), aligned)
+        def aligned(piece, part):
+            heard = next((number for number, said in enumerate(script) if normalise(said) == normalise(part)), None)
+            return align_piece(piece, part) | {"runs_on": [["fourteen", "forty" if heard in heard_ty else None]]}
+
+        found = pieces(*[(3.0 * number, 3.0 * number + 2.5) for number in range(len(script))])
+        align_text(found, recording(text or "[S1] " + " ".join(script)), aligned)
         return found
 
     found = segmented({2})
@@ -370,6 +371,9 @@ def test_a_teen_before_a_sound_its_n_runs_into_heard_as_its_ty_is_dropped_unless
     assert [piece.dropped for piece in segmented({0, 2, 4, 6})] == [None] * 7  # 4 of 7: the voice's way
     assert RUNS_ON_SHARE == 0.5
     assert [piece.dropped for piece in segmented({0, 2, 4})].count("uncertain alignment") == 3  # 3 of 7: said so
+    dialogue = [f"[S{1 + number % 2}] {text}" for number, text in enumerate(script + ["So it holds fourteen apples."])]
+    found = segmented({0, 2, 4, 7}, dialogue, " ".join(dialogue))  # [S1]'s way (3 of 4), not [S2]'s (1 of 4)
+    assert [piece.dropped for piece in found] == [None] * 7 + ["uncertain alignment"]
 
 
 def test_a_part_that_another_part_fits_almost_as_well_is_not_taken():

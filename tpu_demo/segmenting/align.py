@@ -314,12 +314,20 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
     word said otherwise (Aligner.said_otherwise): the part is the piece's, the text is not what is said. A word
     said otherwise in ACCENT_PIECES taken parts or more is the speaker's way of saying it (espeak-ng's RP "Derby",
     "darby", in 12 of a list's 104), not another word. So is a "-teen" before a sound its "n" runs into that the
-    grammar hears as its "-ty" (Aligner.heard_as) in ACCENT_PIECES pieces and RUNS_ON_SHARE of such "-teen"s; else
-    each one heard so was said so."""
+    grammar hears as its "-ty" (Aligner.heard_as) in ACCENT_PIECES pieces and RUNS_ON_SHARE of the voice's such
+    "-teen"s (a dialogue's voices each by themselves); else each one heard so was said so."""
     said_so = Counter(result.get("otherwise_word") for result, _, _ in taken.values())
-    checked = [entry for result, _, _ in taken.values() for entry in result.get("runs_on", [])]
-    heard_ty = sum(other is not None for _, other in checked)
-    voices_way = heard_ty >= ACCENT_PIECES and heard_ty >= RUNS_ON_SHARE * len(checked)
+    voice_of, speaker, checked, heard_ty = {}, "[S1]", Counter(), Counter()
+    for piece in pieces:  # a dialogue's voices each have their way: a piece's is the turn it starts in
+        result = taken[id(piece)][0] if id(piece) in taken else {}
+        tags = [token for token in (piece.text or "").split() if TURN.match(token)] if result else []
+        voice_of[id(piece)] = tags[0] if tags and piece.text.startswith(tags[0]) else speaker
+        speaker = tags[-1] if tags else speaker
+        for _, other in result.get("runs_on", []):
+            checked[voice_of[id(piece)]] += 1
+            heard_ty[voice_of[id(piece)]] += other is not None
+    voices_way = {voice for voice, count in checked.items()
+                  if heard_ty[voice] >= max(ACCENT_PIECES, RUNS_ON_SHARE * count)}  # fmt: skip
 
     def accent(word: str | None) -> bool:
         return word is not None and said_so[word] >= ACCENT_PIECES
@@ -336,7 +344,11 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
                 piece.detail = (
                     f"its part of the text leaves out or names otherwise what is said: {result['otherwise']}"
                 )
-            elif not piece.dropped and not voices_way and (said := [e for e in result.get("runs_on", []) if e[1]]):
+            elif (
+                not piece.dropped
+                and voice_of[id(piece)] not in voices_way
+                and (said := [entry for entry in result.get("runs_on", []) if entry[1]])
+            ):
                 piece.dropped = "uncertain alignment"
                 piece.detail = (
                     f"its part of the text leaves out or names otherwise what is said: '{said[0][0]}' said as "
