@@ -225,3 +225,11 @@ def test_written_forms_read_by_a_voice_made_from_a_real_persons_recordings_keep_
     kept = [(clip["text"], clip["alignment"]) for clip in report["clips"] if not clip["dropped"]]
     assert row["wrong_text"] == 0, kept
     assert row["good_kept"] >= 0.8 * row["good_seconds"], row
+
+
+def test_a_written_form_is_named_as_written_in_a_drop_reason(gruut):
+    # the data page said "'n1015' said as 'ten fifteen'": the aligner's word, not the text's
+    from tpu_demo.segmenting.spoken import as_written, spoken
+
+    said = dict(spoken("Room 1015 cost £1.20 in 1916."))
+    assert [as_written(word) for word in said] == ["room", "1015", "cost", "£1.20", "in", "1916"]

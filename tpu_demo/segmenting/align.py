@@ -19,6 +19,7 @@ from tpu_demo.segmenting.read import RATE, Recording, to_model_rate
 from tpu_demo.segmenting.spoken import (
     SAID_READINGS,
     SOUND,
+    as_written,
     before_a_name,
     is_sound,
     pronunciations,
@@ -351,8 +352,8 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
             ):
                 piece.dropped = "uncertain alignment"
                 piece.detail = (
-                    f"its part of the text leaves out or names otherwise what is said: '{said[0][0]}' said as "
-                    f"'{said[0][1]}'"
+                    "its part of the text leaves out or names otherwise what is said: "
+                    f"'{as_written(said[0][0])}' said as '{said[0][1]}'"
                 )
 
 
@@ -689,9 +690,9 @@ class Aligner:
                     f"speech the text lacks (a silence at {at * frame:.2f} s fits {shortfall / 1000:.2f} under)",
                     None,
                 )
-            return f"'{word}' said otherwise ({shortfall / 1000:.2f} under the phones heard)", word
+            return f"'{as_written(word)}' said otherwise ({shortfall / 1000:.2f} under the phones heard)", word
         for word, other in self.heard_as(segments, words, given, pcm, frame, loud, runs_on):
-            return f"'{word}' said as '{other}'", word
+            return f"'{as_written(word)}' said as '{other}'", word
         return None
 
     def heard_as(self, segments, words: list[str], given: dict, pcm: bytes, frame: float, loud, runs_on: list):
@@ -888,7 +889,7 @@ class Aligner:
         aligned = [segment.word.split("(")[0] for segment in segments if not segment.word.startswith(("<", "["))]
         missing = list((Counter(word for word in words if word != SOUND) - Counter(aligned)).elements())
         unexplained = 0.1 * len(missing)
-        problems = [f"{' '.join(repr(word) for word in missing[:3])} aligned nowhere"] if missing else []
+        problems = [f"{' '.join(repr(as_written(word)) for word in missing[:3])} aligned nowhere"] if missing else []
         ends, judged, heard = self.silences(segments, loud, frame, words.count(SOUND))
         for number, segment in enumerate(segments):
             length = (segment.end_frame - segment.start_frame + 1) * frame
@@ -906,10 +907,10 @@ class Aligner:
                 sounding = loud[segment.start_frame : segment.end_frame + 1].sum() * frame
                 if length <= 3 * count * frame:  # a 3-state HMM's fewest frames: squeezed in
                     unexplained += 0.1
-                    problems.append(f"'{word}' squeezed to {length:.2f} s")
+                    problems.append(f"'{as_written(word)}' squeezed to {length:.2f} s")
                 elif sounding > self.STRETCH * count + 0.25:  # a word stretched over others the text lacks
                     unexplained += sounding - self.STRETCH * count
-                    problems.append(f"speech the text lacks ('{word}' stretched over {sounding:.2f} s)")
+                    problems.append(f"speech the text lacks ('{as_written(word)}' stretched over {sounding:.2f} s)")
         if (unheard := words.count(SOUND) - heard) > 0:  # a tag whose sound is not in the audio is not kept
             unexplained += 0.1 * unheard
             problems.append(f"{unheard} of its non-verbal sounds not heard")

@@ -420,6 +420,11 @@ def reading_of(word: str, phones: str | None) -> str | None:
     return SAID_READINGS.get(word, {}).get(phones or "")
 
 
+def as_written(word: str) -> str:
+    """A word for the aligner as the text writes it: a written form's without its mark ("n1918": "1918")."""
+    return word[1:] if word in SAID_READINGS else word
+
+
 def usual_reading(word: str) -> str | None:
     """A written form's word for the aligner's usual reading (its first), what its length is counted by."""
     return next(iter(SAID_READINGS.get(word, {}).values()), None)
