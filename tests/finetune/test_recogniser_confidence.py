@@ -162,3 +162,19 @@ def test_a_recogniser_no_recording_needs_is_named_not_ignored():
     assert unused_recogniser(config("my-whisper", "de"), [with_text]) is None  # it splits a German text
     assert unused_recogniser(config("pocketsphinx"), [with_text]) is None  # the aligner's own
     assert unused_recogniser(config(None), [with_text]) is None
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_recogniser_no_recording_needs_is_not_loaded(tmp_path):
+    # every recording has its English text: a segment_asr_model that cannot be loaded refused the run, though the
+    # run said it was not used
+    from tests import planted_faults
+    from tests.finetune.test_segmenting import needs_speech_models, rows, segment_command, user_recordings
+
+    needs_speech_models()
+    raw = user_recordings(tmp_path / "podcast")
+    (raw / "alice" / "take2.txt").write_text("[S1] " + " ".join(planted_faults.SENTENCES[3:6]))
+    run = segment_command(tmp_path / "clips", f"recordings={raw}", "segment_asr_model=nobody/no-recogniser")
+    assert_ok(run)
+    assert "segment_asr_model nobody/no-recogniser: not used: each recording has its English text" in run.stdout
+    assert rows(tmp_path / "clips")

@@ -47,9 +47,9 @@ RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way:
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 ACCENT_PIECES = 3  # pieces in which a word is said otherwise, the same way, before that is the speaker's way
-# a "-teen" before a sound its "n" runs into, heard as its "-ty" in ACCENT_PIECES pieces and this share of such
-# "-teen"s of a recording, is the voice's way (the grammar heard 0-7 % of flite's right ones as "-ty", 43-82 % of
-# three espeak-ng voices'): else it was said as the "-ty"
+# a "-teen" before a sound its "n" runs into, heard as its "-ty" ACCENT_PIECES times and in this share of a voice's
+# such "-teen"s in a recording (in its pieces whose text stands), is the voice's way (the grammar heard 0-7 % of
+# flite's right ones as "-ty", 43-82 % of three espeak-ng voices'): else it was said as the "-ty"
 RUNS_ON_SHARE = 0.5
 FILLERS = ("um", "uh", "er")  # what a speaker says between words that a clean transcript leaves out ("ah": a vowel)
 GRAMMAR_WORD = re.compile(r"^[\w'.-]+$")
@@ -64,12 +64,15 @@ TEENS = dict(
 TEENS |= {f"{teen}th": f"{ty[:-1]}ieth" for teen, ty in TEENS.items()}  # "fourteenth", "fortieth"
 LIKE_SOUNDING = TEENS | {ty: teen for teen, ty in TEENS.items()}
 UNITS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}  # "ninety eight": no "-teen" there
+COMPOUND = (
+    UNITS | set(LIKE_SOUNDING) | {"oh", "hundred", "eleven", "twelve"}
+)  # a number's next part ("nineteen oh two")
 # ARPAbet: a "-teen"'s "n" runs into a next word that starts with a vowel, a nasal or an approximant
 RUNS_ON = ("AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH", "UW")
 RUNS_ON += ("N ", "M ", "W ", "L ", "R ", "Y ")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a26"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a27"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -315,20 +318,10 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
     word said otherwise (Aligner.said_otherwise): the part is the piece's, the text is not what is said. A word
     said otherwise in ACCENT_PIECES taken parts or more is the speaker's way of saying it (espeak-ng's RP "Derby",
     "darby", in 12 of a list's 104), not another word. So is a "-teen" before a sound its "n" runs into that the
-    grammar hears as its "-ty" (Aligner.heard_as) in ACCENT_PIECES pieces and RUNS_ON_SHARE of the voice's such
-    "-teen"s (a dialogue's voices each by themselves); else each one heard so was said so."""
+    grammar hears as its "-ty" (Aligner.heard_as) ACCENT_PIECES times and in RUNS_ON_SHARE of the voice's such
+    "-teen"s in the pieces not dropped (a dialogue's voices each by themselves); else each one heard so was said
+    so."""
     said_so = Counter(result.get("otherwise_word") for result, _, _ in taken.values())
-    voice_of, speaker, checked, heard_ty = {}, "[S1]", Counter(), Counter()
-    for piece in pieces:  # a dialogue's voices each have their way: a piece's is the turn it starts in
-        result = taken[id(piece)][0] if id(piece) in taken else {}
-        tags = [token for token in (piece.text or "").split() if TURN.match(token)] if result else []
-        voice_of[id(piece)] = tags[0] if tags and piece.text.startswith(tags[0]) else speaker
-        speaker = tags[-1] if tags else speaker
-        for _, other in result.get("runs_on", []):
-            checked[voice_of[id(piece)]] += 1
-            heard_ty[voice_of[id(piece)]] += other is not None
-    voices_way = {voice for voice, count in checked.items()
-                  if heard_ty[voice] >= max(ACCENT_PIECES, RUNS_ON_SHARE * count)}  # fmt: skip
 
     def accent(word: str | None) -> bool:
         return word is not None and said_so[word] >= ACCENT_PIECES
@@ -345,16 +338,26 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
                 piece.detail = (
                     f"its part of the text leaves out or names otherwise what is said: {result['otherwise']}"
                 )
-            elif (
-                not piece.dropped
-                and voice_of[id(piece)] not in voices_way
-                and (said := [entry for entry in result.get("runs_on", []) if entry[1]])
-            ):
-                piece.dropped = "uncertain alignment"
-                piece.detail = (
-                    "its part of the text leaves out or names otherwise what is said: "
-                    f"'{as_written(said[0][0])}' said as '{said[0][1]}'"
-                )
+    voice_of, speaker, checked, heard_ty = {}, "[S1]", Counter(), Counter()
+    for piece in pieces:  # a dialogue's voices each have their way: a piece's is the turn it starts in
+        result = taken[id(piece)][0] if id(piece) in taken and not piece.dropped else {}
+        tags = [token for token in (piece.text or "").split() if TURN.match(token)] if id(piece) in taken else []
+        voice_of[id(piece)] = tags[0] if tags and piece.text.startswith(tags[0]) else speaker
+        speaker = tags[-1] if tags else speaker
+        for _, other in result.get("runs_on", []):
+            checked[voice_of[id(piece)]] += 1
+            heard_ty[voice_of[id(piece)]] += other is not None
+    voices_way = {voice for voice, count in checked.items()
+                  if heard_ty[voice] >= max(ACCENT_PIECES, RUNS_ON_SHARE * count)}  # fmt: skip
+
+    for piece in pieces:
+        said = [entry for entry in taken[id(piece)][0].get("runs_on", []) if entry[1]] if id(piece) in taken else []
+        if said and not piece.dropped and voice_of[id(piece)] not in voices_way:
+            piece.dropped = "uncertain alignment"
+            piece.detail = (
+                "its part of the text leaves out or names otherwise what is said: "
+                f"'{as_written(said[0][0])}' said as '{said[0][1]}'"
+            )
 
 
 def unit_times(units, cues) -> list[tuple[float, float]] | None:
@@ -702,8 +705,10 @@ class Aligner:
         has no "-teen" to be); a "-teen" heard as "-ty" only where its "n", which "-ty" lacks, holds under TEEN_N s
         of sound (squeezed to its fewest frames, or stretched over the pause after a sentence), and not before a
         word that starts with a vowel, a nasal or an approximant (RUNS_ON), where a said "n" is as short (before a
-        vowel, 0.03 s in 26 of 36 right sentences) and the grammar heard 28 of 84 right ones as "-ty". A neighbour
-        across a non-verbal sound, or one JSGF cannot hold ("r1/2"), is left out of the grammar."""
+        vowel, 0.03 s in 26 of 36 right sentences) and the grammar heard 28 of 84 right ones as "-ty": there each
+        one is put in `runs_on` with what the grammar heard ([word, the "-ty" or None]) for the recording to judge
+        (judge_taken), unless a number's next part follows (COMPOUND: "nineteen ninety"). A neighbour across a
+        non-verbal sound, or one JSGF cannot hold ("r1/2"), is left out of the grammar."""
         said = [segment for segment in segments if not segment.word.startswith(("<", "["))]
         written = [word for word in words if word != SOUND]
         if len(said) != len(written):
@@ -742,8 +747,9 @@ class Aligner:
                     and following
                     and decoder
                     and (decoder.lookup_word(following[0]) or "").startswith(RUNS_ON)
-                ):  # its "n" starts the next word ("fourteen Elm"), as short as none: judged by the recording
-                    runs_on.append([word, other if said_other else None])
+                ):  # its "n" starts the next word ("fourteen Elm"), as short as none: judged by the recording,
+                    if following[0] not in COMPOUND:  # not as a number's first part ("ninety ninety" is no year)
+                        runs_on.append([word, other if said_other else None])
                     continue
                 if not said_other:
                     continue

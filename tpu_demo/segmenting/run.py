@@ -190,8 +190,9 @@ def segment_share(config, recordings, out: Path, state) -> None:
     device = str(state.device) if state.device.type == "cuda" else "cpu"  # XLA: the host CPU, as for encoding
     models = Models(config, device)
     stages = [Stages(recording, out, settings, asr_model) for recording in share]
-    if asr_model and any(stage.load("transcripts", stage.transcripts_key) is None for stage in stages):
-        models.get("recogniser")  # refused before any work, if it is no recogniser
+    needed = [stage for recording, stage in zip(share, stages, strict=True) if not aligns(recording, settings)]
+    if asr_model and any(stage.load("transcripts", stage.transcripts_key) is None for stage in needed):
+        models.get("recogniser")  # refused before any work, if it is no recogniser; none where every text is aligned
     out.mkdir(parents=True, exist_ok=True)
     bar = tqdm(share, desc="segmenting", unit="recording", disable=not state.is_main_process)
     done = 0
