@@ -47,10 +47,11 @@ RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way:
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 ACCENT_PIECES = 3  # pieces in which a word is said otherwise, the same way, before that is the speaker's way
-# a "-teen" before a sound its "n" runs into, heard as its "-ty" ACCENT_PIECES times and in this share of a voice's
-# such "-teen"s in a recording (in its pieces whose text stands), is the voice's way (the grammar heard 0-7 % of
-# flite's right ones as "-ty", 43-82 % of three espeak-ng voices'): else it was said as the "-ty"
-RUNS_ON_SHARE = 0.5
+# a "-teen" before a sound its "n" runs into, heard as its "-ty", was said so where the grammar heard under this
+# share of the voice's RUNS_ON_EVIDENCE or more such "-teen"s in a recording (in its pieces whose text stands) so;
+# else it may be the voice's way (the grammar heard 0-7 % of flite's right ones as "-ty", 43-82 % of three
+# espeak-ng voices'), and fewer do not tell (espeak-ng's "14 Elm St.", the only one of a script)
+RUNS_ON_SHARE, RUNS_ON_EVIDENCE = 0.5, 4
 FILLERS = ("um", "uh", "er")  # what a speaker says between words that a clean transcript leaves out ("ah": a vowel)
 GRAMMAR_WORD = re.compile(r"^[\w'.-]+$")
 # number words that sound alike: "fifteen" read "fifty" aligns cleanly and fits the phone loop as well
@@ -64,15 +65,15 @@ TEENS = dict(
 TEENS |= {f"{teen}th": f"{ty[:-1]}ieth" for teen, ty in TEENS.items()}  # "fourteenth", "fortieth"
 LIKE_SOUNDING = TEENS | {ty: teen for teen, ty in TEENS.items()}
 UNITS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}  # "ninety eight": no "-teen" there
-COMPOUND = (
-    UNITS | set(LIKE_SOUNDING) | {"oh", "hundred", "eleven", "twelve"}
-)  # a number's next part ("nineteen oh two")
+# a number's next part ("nineteen oh two", "nineteen nineties")
+COMPOUND = UNITS | set(LIKE_SOUNDING) | {f"{ty[:-1]}ies" for ty in TEENS.values() if ty.endswith("y")}
+COMPOUND |= {"oh", "hundred", "eleven", "twelve"}
 # ARPAbet: a "-teen"'s "n" runs into a next word that starts with a vowel, a nasal or an approximant
 RUNS_ON = ("AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH", "UW")
 RUNS_ON += ("N ", "M ", "W ", "L ", "R ", "Y ")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a27"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a28"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -317,10 +318,10 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
     was one): its confidence, and under 0.5 the piece dropped; so is one whose part leaves out a filler or names a
     word said otherwise (Aligner.said_otherwise): the part is the piece's, the text is not what is said. A word
     said otherwise in ACCENT_PIECES taken parts or more is the speaker's way of saying it (espeak-ng's RP "Derby",
-    "darby", in 12 of a list's 104), not another word. So is a "-teen" before a sound its "n" runs into that the
-    grammar hears as its "-ty" (Aligner.heard_as) ACCENT_PIECES times and in RUNS_ON_SHARE of the voice's such
-    "-teen"s in the pieces not dropped (a dialogue's voices each by themselves); else each one heard so was said
-    so."""
+    "darby", in 12 of a list's 104), not another word. A "-teen" before a sound its "n" runs into that the grammar
+    hears as its "-ty" (Aligner.heard_as) drops its piece where the grammar heard under RUNS_ON_SHARE of the voice's
+    RUNS_ON_EVIDENCE or more such "-teen"s so, in the pieces not dropped (a dialogue's voices each by themselves):
+    there the grammar tells them apart."""
     said_so = Counter(result.get("otherwise_word") for result, _, _ in taken.values())
 
     def accent(word: str | None) -> bool:
@@ -347,12 +348,12 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
         for _, other in result.get("runs_on", []):
             checked[voice_of[id(piece)]] += 1
             heard_ty[voice_of[id(piece)]] += other is not None
-    voices_way = {voice for voice, count in checked.items()
-                  if heard_ty[voice] >= max(ACCENT_PIECES, RUNS_ON_SHARE * count)}  # fmt: skip
+    judged = {voice for voice, count in checked.items()
+              if count >= RUNS_ON_EVIDENCE and heard_ty[voice] < RUNS_ON_SHARE * count}  # fmt: skip
 
     for piece in pieces:
         said = [entry for entry in taken[id(piece)][0].get("runs_on", []) if entry[1]] if id(piece) in taken else []
-        if said and not piece.dropped and voice_of[id(piece)] not in voices_way:
+        if said and not piece.dropped and voice_of[id(piece)] in judged:
             piece.dropped = "uncertain alignment"
             piece.detail = (
                 "its part of the text leaves out or names otherwise what is said: "
