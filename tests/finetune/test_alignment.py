@@ -759,6 +759,10 @@ def test_a_teen_before_a_word_its_n_runs_into_is_recorded_with_what_the_grammar_
             assert found["problem"] is None and found["otherwise"] is None, (voice, said, found)
             heard.append(found["runs_on"])
     assert heard == [[["fourteen", None]], [["fourteen", "forty"]], [["sixteen", "sixty"]]] * 2, heard
+    # a "-teen" before the next sentence's: not a year's part ("nineteen ninety"), judged
+    audio = planted_faults.speak("Of the players, forty. Eighteen more came later.", "flite:slt", 16000)
+    text = "Of the players, fourteen. Eighteen more came later."
+    assert ["fourteen", "forty"] in align(np.concatenate([margin, audio, margin]), 16000, text)["runs_on"]
 
 
 def test_a_number_next_to_a_word_a_grammar_cannot_hold_or_a_non_verbal_sound_is_checked_without_it():

@@ -65,15 +65,16 @@ TEENS = dict(
 TEENS |= {f"{teen}th": f"{ty[:-1]}ieth" for teen, ty in TEENS.items()}  # "fourteenth", "fortieth"
 LIKE_SOUNDING = TEENS | {ty: teen for teen, ty in TEENS.items()}
 UNITS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}  # "ninety eight": no "-teen" there
-# a number's next part ("nineteen oh two", "nineteen nineties")
-COMPOUND = UNITS | set(LIKE_SOUNDING) | {f"{ty[:-1]}ies" for ty in TEENS.values() if ty.endswith("y")}
-COMPOUND |= {"oh", "hundred", "eleven", "twelve"}
+# a year's next part after its "-teen" ("nineteen ninety", "nineteen oh two", "nineteen nineties"): not a "-teen",
+# which more often starts a sentence of its own ("... fourteen. Eighteen more")
+TYS = {ty for ty in TEENS.values() if ty.endswith("y")}
+COMPOUND = TYS | {f"{ty[:-1]}ies" for ty in TYS} | {"oh", "hundred"}
 # ARPAbet: a "-teen"'s "n" runs into a next word that starts with a vowel, a nasal or an approximant
 RUNS_ON = ("AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH", "UW")
 RUNS_ON += ("N ", "M ", "W ", "L ", "R ", "Y ")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a28"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a29"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:

@@ -190,9 +190,10 @@ def segment_share(config, recordings, out: Path, state) -> None:
     device = str(state.device) if state.device.type == "cuda" else "cpu"  # XLA: the host CPU, as for encoding
     models = Models(config, device)
     stages = [Stages(recording, out, settings, asr_model) for recording in share]
-    needed = [stage for recording, stage in zip(share, stages, strict=True) if not aligns(recording, settings)]
-    if asr_model and any(stage.load("transcripts", stage.transcripts_key) is None for stage in needed):
-        models.get("recogniser")  # refused before any work, if it is no recogniser; none where every text is aligned
+    # refused before any work in every process, if it is no recogniser; not loaded where every text is aligned
+    needed = any(not aligns(recording, settings) for recording in recordings)
+    if asr_model and needed and any(stage.load("transcripts", stage.transcripts_key) is None for stage in stages):
+        models.get("recogniser")
     out.mkdir(parents=True, exist_ok=True)
     bar = tqdm(share, desc="segmenting", unit="recording", disable=not state.is_main_process)
     done = 0
