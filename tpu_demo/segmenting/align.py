@@ -49,7 +49,7 @@ ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a p
 ACCENT_PIECES = 3  # pieces in which a word is said otherwise, the same way, before that is the speaker's way
 # a "-teen" before a sound its "n" runs into, heard as its "-ty", was said so where the grammar heard under this
 # share of the voice's RUNS_ON_EVIDENCE or more such "-teen"s in a recording (in its pieces whose text stands) so;
-# else it may be the voice's way (the grammar heard 0-7 % of flite's right ones as "-ty", 43-82 % of three
+# else it may be the voice's way (the grammar heard 0-25 % of flite's right ones as "-ty", 43-82 % of three
 # espeak-ng voices'), and fewer do not tell (espeak-ng's "14 Elm St.", the only one of a script)
 RUNS_ON_SHARE, RUNS_ON_EVIDENCE = 0.5, 4
 FILLERS = ("um", "uh", "er")  # what a speaker says between words that a clean transcript leaves out ("ah": a vowel)
