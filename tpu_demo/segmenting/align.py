@@ -47,6 +47,7 @@ RESYNC_CHARACTERS = 12  # the fewest spoken characters of a part found that way:
 SECONDS_PER_CHARACTER = 0.075  # a guess at the pace where a recording has no characters to tell its own
 ALIGN_SILENCE = 0.4  # seconds: an aligner's silence longer than this inside a piece of speech: speech its text lacks
 ACCENT_PIECES = 3  # pieces in which a word is said otherwise, the same way, before that is the speaker's way
+SAID_OTHERWISE = "its part of the text leaves out or names otherwise what is said"  # a taken part's drop detail
 # a "-teen" before a sound its "n" runs into, heard as its "-ty", was said so where the grammar heard under this
 # share of the voice's RUNS_ON_EVIDENCE or more such "-teen"s in a recording (in its pieces whose text stands) so;
 # else it may be the voice's way (the grammar heard 0-25 % of flite's right ones as "-ty", 43-82 % of three
@@ -337,9 +338,7 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
                 piece.detail = failure_detail(result, fit_problem(result["fit"], typical, margin, band))
             elif result.get("otherwise") and not piece.dropped and not accent(result.get("otherwise_word")):
                 piece.dropped = "uncertain alignment"
-                piece.detail = (
-                    f"its part of the text leaves out or names otherwise what is said: {result['otherwise']}"
-                )
+                piece.detail = f"{SAID_OTHERWISE}: {result['otherwise']}"
     voice_of, speaker, checked, heard_ty = {}, "[S1]", Counter(), Counter()
     for piece in pieces:  # a dialogue's voices each have their way: a piece's is the turn it starts in
         result = taken[id(piece)][0] if id(piece) in taken and not piece.dropped else {}
@@ -356,10 +355,7 @@ def judge_taken(pieces: list[Piece], taken: dict, typical: float) -> None:
         said = [entry for entry in taken[id(piece)][0].get("runs_on", []) if entry[1]] if id(piece) in taken else []
         if said and not piece.dropped and voice_of[id(piece)] in judged:
             piece.dropped = "uncertain alignment"
-            piece.detail = (
-                "its part of the text leaves out or names otherwise what is said: "
-                f"'{as_written(said[0][0])}' said as '{said[0][1]}'"
-            )
+            piece.detail = f"{SAID_OTHERWISE}: '{as_written(said[0][0])}' said as '{said[0][1]}'"
 
 
 def unit_times(units, cues) -> list[tuple[float, float]] | None:
