@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests import planted_speech
-from tests.finetune.test_segmenting import pieces, recording, segment_planted
+from tests.finetune.test_segmenting import needs_speech_models, pieces, recording, segment_planted
 from tests.finetune.test_segmenting import settings as recordings_settings
 from tests.testing_utils import require_dia
 
@@ -263,3 +263,32 @@ def test_a_one_voice_recording_split_in_two_stays_one_voice():
     assert len(split_in_two(alone)) == 0
     two = alike_voices([1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1], 0.82)
     assert len(split_in_two(two)) == 2
+
+
+def spoken_pieces(voices: list[str]) -> list:
+    """One piece per sentence said by each voice in turn (espeak-ng), with its GE2E voice and windows as the measure
+    stage gives them."""
+    from tests.planted_faults import SENTENCES, talk
+    from tpu_demo.segmenting.measure import VoiceEncoder
+    from tpu_demo.segmenting.read import levelled
+
+    samples, sentences = talk(list(SENTENCES[: len(voices)]), voices, 16000, seed=3)
+    encoder, found = VoiceEncoder(), pieces(*[(sentence.start, sentence.end) for sentence in sentences])
+    for piece in found:
+        said = samples[int(piece.start * 16000) : int(piece.end * 16000)]
+        piece.voice, piece.voice_windows = encoder(levelled(said))
+    return found
+
+
+@pytest.mark.xdist_group("segment")
+def test_a_dialogue_too_short_to_count_its_voices_by_the_eigengap_is_split_in_two_and_one_voice_stays_one():
+    # 20 s of two alike espeak-ng women: under the 30 windows spectral clustering counts voices on, every clip was
+    # [S1]; their windows split in two are apart as two voices are, one voice's halves are not
+    from tpu_demo.segmenting.diarize import SPECTRAL_WINDOWS, diarize
+
+    needs_speech_models()
+    two = spoken_pieces(["en-us+f2", "en-us+f4"] * 3)
+    assert sum(len(piece.voice_windows) for piece in two) < SPECTRAL_WINDOWS
+    assert diarize(two) == 2 and [piece.turn for piece in two] == ["[S1]", "[S2]"] * 3
+    one = spoken_pieces(["en-us+f2"] * 6)
+    assert diarize(one) == 1 and {piece.turn for piece in one} == {"[S1]"}

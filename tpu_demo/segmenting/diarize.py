@@ -21,6 +21,7 @@ SOUND_GAP = 0.5  # seconds: a short sound this close to a turn is that turn's
 WINDOW, HOP = VOICE_WINDOW, VOICE_HOP  # a piece's GE2E windows, and between their starts (seconds)
 MIN_VOICE_WINDOWS, WINDOW_MARGIN = 3, 0.1  # a voice's fewest windows; how much nearer one a window is
 SPECTRAL_WINDOWS, MAX_VOICES = 30, 4  # the fewest windows spectral clustering is run on; the most voices it finds
+SPLIT_WINDOWS = 9  # the fewest split in two (a 15 s dialogue has 10-12; measured from 9)
 REFINE_STEPS = 3  # k-means steps from the spectral clusters' means to the voices
 WINDOW_MARGIN_SHARE = 0.15  # a window is of a voice when nearer it than any other by this share of their distance
 SPLIT_SIMILARITY, SPLIT_APART = 0.86, 0.1  # two halves of a recording's windows are two voices: less alike, more apart
@@ -174,8 +175,12 @@ def split_in_two(pieces: list[Piece]) -> np.ndarray:
     """Two alike voices the eigengap took for one (two espeak-ng women 0.82 alike): the windows split in two by
     spectral clustering, two voices where the halves are apart as two voices are, not as one voice's windows vary.
     Over 16 one-voice recordings such halves were 0.89-0.97 alike, their windows 0.02-0.08 more like their own half
-    than the other; over 18 dialogues 0.48-0.82 and 0.13-0.43. Returns the two voices' unit means, or none."""
-    if (found := clustered(pieces, 2)) is None or len(found[3]) < 2:
+    than the other; over 18 dialogues 0.48-0.82 and 0.13-0.43. A recording too short to count its voices by the
+    eigengap (under SPECTRAL_WINDOWS windows) is split so too: 36 one-voice recordings of 13-39 s (12 voices) were
+    0.84-0.96 and 0.01-0.06, all one voice; 21 of 24 dialogues as long (8 pairs) 0.45-0.82 and 0.12-0.46, two voices
+    (before, 15); espeak-ng's en-us+m3 and en-gb+f2, 0.86-0.90 alike in GE2E, stay one. Returns the two voices' unit
+    means, or none."""
+    if (found := clustered(pieces, 2, SPLIT_WINDOWS)) is None or len(found[3]) < 2:
         return np.zeros((0, 0))
     windows, vectors, labels, major = found
     centres = refined(windows, vectors, labels, major)
@@ -197,12 +202,12 @@ def is_voice(windows: int) -> bool:
     return windows >= MIN_VOICE_WINDOWS and WINDOW * windows >= MIN_VOICE_SECONDS
 
 
-def clustered(pieces: list[Piece], least: int) -> tuple | None:
+def clustered(pieces: list[Piece], least: int, fewest: int = SPECTRAL_WINDOWS) -> tuple | None:
     """The pieces' windows (`voice_windows`), their vectors, their labels by spectralcluster's clusterer (its ICASSP
     2018 refinement, `least` to MAX_VOICES voices) and the labels that are voices (`is_voice`); None where there are
-    fewer than SPECTRAL_WINDOWS windows."""
+    fewer than `fewest` windows."""
     windows = voice_windows(pieces)
-    if len(windows) < SPECTRAL_WINDOWS:
+    if len(windows) < fewest:
         return None
     from spectralcluster import FallbackOptions, RefinementOptions, SpectralClusterer, ThresholdType, configs
 
@@ -217,7 +222,7 @@ def clustered(pieces: list[Piece], least: int) -> tuple | None:
             thresholding_type=ThresholdType.RowMax,
             refinement_sequence=configs.ICASSP2018_REFINEMENT_SEQUENCE,
         ),
-        fallback_options=FallbackOptions(spectral_min_embeddings=SPECTRAL_WINDOWS),
+        fallback_options=FallbackOptions(spectral_min_embeddings=fewest),
     )
     labels = clusterer.predict(vectors)
     return windows, vectors, labels, [label for label in set(labels) if is_voice((labels == label).sum())]
