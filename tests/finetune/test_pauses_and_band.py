@@ -82,3 +82,25 @@ def test_bursts_long_pauses_and_a_telephone_band_in_real_recordings(tmp_path):
     assert bursts["good_lost"] < 0.5 and bursts["faulty_kept"] == 0, bursts
     assert pause["good_lost"] < 0.5 and pause["longest_silence_kept"] < 2.5, pause
     assert set(telephone["reasons"]) == {"band-limited"} and telephone["faulty_kept"] == 0, telephone
+
+
+def test_a_short_reply_is_measured_with_the_speech_around_it_and_a_telephone_band_stays_narrow():
+    # flite awb's "No." and "I know." reached 3.8-4.1 kHz alone, as a telephone's band does: full-band replies and
+    # sentences under 5 s were dropped as band-limited (79 % of a 26-minute reading kept)
+    needs_speech_models()
+    if not planted_faults.shutil.which("flite"):
+        pytest.skip("flite's voices: apt install flite")
+    from scipy.signal import butter, sosfiltfilt
+
+    from tpu_demo.segmenting.judge import MIN_BANDWIDTH_HZ
+    from tpu_demo.segmenting.measure import measure
+
+    said = ["We should clean out the garage before winter.", "No.", "The harbour lights came on one by one.",
+            "I know.", "Maybe more.", "Thank you very much, see you soon."]  # fmt: skip
+    samples, sentences = planted_faults.talk(said, "flite:awb", 16000, seed=1)
+    spans = [(sentence.start, sentence.end) for sentence in sentences]
+    full = measure(samples, no_marks(len(samples) / 16000), 16000, spans)
+    assert all(piece.bandwidth_hz >= MIN_BANDWIDTH_HZ for piece in full), [piece.bandwidth_hz for piece in full]
+    band = sosfiltfilt(butter(8, [300, 3400], btype="bandpass", fs=16000, output="sos"), samples).astype(np.float32)
+    telephone = measure(band, no_marks(len(band) / 16000), 16000, spans)
+    assert all(piece.bandwidth_hz < 4500 for piece in telephone), [piece.bandwidth_hz for piece in telephone]

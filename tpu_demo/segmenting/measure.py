@@ -21,7 +21,12 @@ FRAMING = {  # the constants of DNSMOS P.835's framing: 9.01 s cut into 900 fram
     "shape_tensor": ([-1, 900, 160], [1, -1, 160]),
     "shape_tensor1": ([-1, 900, 160], [1, -1, 160]),
 }
-BANDWIDTH_FLOOR_DB = 50.0  # a piece's bandwidth: the highest frequency its spectrum reaches within this of its peak
+BANDWIDTH_FLOOR_DB = 55.0  # a piece's bandwidth: the highest frequency its spectrum reaches within this of its peak
+# a piece's band is measured over at least this much speech, its nearest neighbours' added to a shorter one: alone, a
+# short reply without a hiss in it ("No.", "I know.") reached 3.8-5.9 kHz in full-band recordings, as a telephone's
+# band does. Over 120 pieces of flite awb (16 kHz), pooled so: 7.5-7.9 kHz; through a telephone's band 3.8-4.0, at
+# 8 kHz 4.4-4.5, under a 4th-order 5 kHz low-pass 5.1-5.6 (alone, at 50 dB: 4.4-7.8 kHz, 29 % under 6)
+BAND_SECONDS = 10.0
 # music in the pauses (tones): 64 ms frames at least TONE_GAP s from speech (a room's reverberation of the voice is
 # shorter); a frame is tonal when most of its 100-4000 Hz energy is in peaks TONE_PEAK_DB over the spectrum's running
 # median, a tone sustained when the same peaks are there TONE_HOLD s later; a note changes when the strongest peak of
@@ -70,7 +75,7 @@ def measure(audio16k: np.ndarray, marks: dict, rate: int, spans, judge=None, enc
     centres = np.arange(len(power)) * WINDOW
     frames = tone_frames(audio16k, spans)
     pieces, previous_end = [], None
-    for start, end in spans:
+    for number, (start, end) in enumerate(spans):
         piece = Piece(round(start, 3), round(end, 3))
         if previous_end is not None:  # a window of the pause 20 dB over its median: a sound no clip may hold
             between = power[pause & (centres > previous_end) & (centres < start)]
@@ -95,7 +100,7 @@ def measure(audio16k: np.ndarray, marks: dict, rate: int, spans, judge=None, enc
         first, last = int(start * 100), max(int(end * 100), int(start * 100) + 1)  # 10 ms windows
         piece.clipped = round(float(clipped[first:last].sum()) / ((last - first) * rate / 100), 6)
         samples = levelled(audio16k[int(start * RATE) : int(end * RATE)])  # each piece at one level
-        piece.bandwidth_hz = bandwidth(samples)
+        piece.bandwidth_hz = bandwidth(samples, *band_neighbours(audio16k, spans, number))
         piece.fault, piece.fault_detail = inner_fault(piece, marks, steps)
         piece.fault_at = next((at for at, _ in steps if piece.start < at < piece.end), None)
         if judge is not None and encoder is not None:
@@ -308,15 +313,34 @@ class VoiceEncoder:
         return [round(float(x), 5) for x in voice], [[round(float(x), 4) for x in window] for window in windows]
 
 
-def bandwidth(audio16k: np.ndarray) -> float | None:
-    """The highest frequency in Hz (at most 8000, the 16 kHz copy's) where the piece's average spectrum (Welch, 32 ms
-    windows, smoothed over 5 bins) is within BANDWIDTH_FLOOR_DB of its peak: about 7800 for full-band speech, 4000
-    for a telephone's 300-3400 Hz band however it is stored. None for less than one window."""
+def band_neighbours(audio16k: np.ndarray, spans, number: int) -> list[np.ndarray]:
+    """The speech nearest the piece `spans[number]` shorter than BAND_SECONDS, each span levelled, until they hold
+    BAND_SECONDS with it (none for a longer piece): its band is its recording's there, which a few words may not
+    show."""
+    start, end = spans[number]
+    others = [span for other, span in enumerate(spans) if other != number]
+    found, seconds = [], end - start
+    for other_start, other_end in sorted(others, key=lambda span: max(span[0] - end, start - span[1])):
+        if seconds >= BAND_SECONDS:
+            break
+        found.append(levelled(audio16k[int(other_start * RATE) : int(other_end * RATE)]))
+        seconds += other_end - other_start
+    return found
+
+
+def bandwidth(*pieces: np.ndarray) -> float | None:
+    """The highest frequency in Hz (at most 8000, the 16 kHz copy's) where the pieces' average spectrum (Welch, 32 ms
+    windows, each piece's weighted by its length, smoothed over 5 bins) is within BANDWIDTH_FLOOR_DB of its peak:
+    about 7800 for full-band speech, 4000 for a telephone's 300-3400 Hz band however it is stored. None for less
+    than one window."""
     from scipy.signal import welch
 
-    if len(audio16k) < 512 or not np.any(audio16k):
+    spectra = [welch(piece.astype(np.float64), RATE, nperseg=512) + (len(piece),)
+               for piece in pieces if len(piece) >= 512 and np.any(piece)]  # fmt: skip
+    if not spectra:
         return None
-    frequencies, power = welch(audio16k.astype(np.float64), RATE, nperseg=512)
+    frequencies = spectra[0][0]
+    power = sum(found * length for _, found, length in spectra) / sum(length for *_, length in spectra)
     power = np.convolve(power, np.ones(5) / 5, mode="same")
     reached = np.flatnonzero(power >= power.max() * 10 ** (-BANDWIDTH_FLOOR_DB / 10))
     return round(float(frequencies[reached[-1]]), 1)
