@@ -574,6 +574,8 @@ def test_unchecked_transcripts_are_not_trained_on_until_proofread(tmp_path):
     assert trained and not any("alice/take2" in row["audio"] for row in trained)
     assert all((out / row["audio"]).is_file() for row in review)  # to listen to
     assert f"{len(review)} clips (" in first.stdout and f"{out / 'review.csv'}, not in metadata.csv" in first.stdout
+    # the first line's "kept" counted the clips to review with those trained on, as if metadata.csv held them all
+    assert f": {len(trained)} in metadata.csv, {len(review)} to review (" in first.stdout
     assert "the offline recogniser (pocketsphinx) gets most clips' words wrong" in first.stdout
 
     # one text corrected, one checked as it is, in a spreadsheet's CSV (a byte-order mark, semicolons)

@@ -168,9 +168,13 @@ def report_lines(summary: dict, out: Path) -> list[str]:
         f"{name if name != '-' else 'no speaker folder'} {s['clips']} ({s['seconds']:.1f} s)"
         for name, s in summary["speakers"].items()
     )
+    review = summary["review"]
+    to_review = (
+        f": {kept['clips'] - review['clips']} in metadata.csv, {review['clips']} to review ({review['seconds']:.1f} s)"
+    )
     lines = [
         f"{summary['recordings']} recordings, {total:.1f} s of speech cut into clips: kept {kept['clips']} clips "
-        f"({kept['seconds']:.1f} s)",
+        f"({kept['seconds']:.1f} s)" + (to_review if review["clips"] else ""),
         f"dropped: {dropped or 'none'}",
         f"kept per speaker: {speakers or 'none'}",
     ]
