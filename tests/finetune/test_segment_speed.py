@@ -77,8 +77,8 @@ def test_one_recogniser_and_one_aligner_serve_every_piece_as_new_ones_would():
     from tpu_demo.segmenting.transcribe import Pocketsphinx
 
     recogniser, aligner = Pocketsphinx(), Aligner(0.4)
-    for voice in ("en+m3", "en-us+f4"):
-        for sentence in planted_faults.SENTENCES[:6]:
+    for voice in ("en+m3", "en-us+f4"):  # a decoder not reset gave the third piece other words
+        for sentence in planted_faults.SENTENCES[:3]:
             audio = planted_faults.speak(sentence, voice, 16000)
             words = sentence.lower().strip(".").replace(",", "").split()
             assert recogniser(audio, 16000) == Pocketsphinx()(audio, 16000), (voice, sentence)
