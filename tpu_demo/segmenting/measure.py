@@ -12,7 +12,8 @@ from tpu_demo.segmenting.read import RATE, WINDOW, levelled, window_power
 # windows), cutting into the waveform by at least DROPOUT_CUT of its peak (read.digital_silences)
 DROPOUT_DB, DROPOUT_CUT = 25.0, 0.02
 VOICE_WINDOW, VOICE_HOP = 1.6, 0.77  # seconds: VoiceEncoder's windows, and between their starts (1.3 a second)
-STEP_DB, STEP_SPEECH = 9.0, 2.0  # a level step: this many dB between the median levels of this much speech each side
+STEP_DB, STEP_SPEECH = 9.0, 2.0  # a level step: this many dB between the levels of this much speech each side
+STEP_PERCENTILE = 80  # the level of a stretch of speech: its syllables' peaks, which what is said moves less than
 STEP_PAUSE, STEP_SNAP = 0.3, 0.5  # seconds: a pause between loud windows (a word's stops are shorter); how near one
 EDGE_MARGIN = 0.05  # seconds: a fault this close to a piece's edge is in the pause (the detector cuts tight)
 NOISE_REACH = 3.0  # seconds: a piece's noise is that of the pauses this close to it, if 0.3 s or more
@@ -161,10 +162,11 @@ def music_around(frames: dict, start: float, end: float) -> float | None:
 
 
 def level_steps(level: np.ndarray, spans) -> list[tuple[float, float]]:
-    """Where the recording's level steps inside its speech, and by how many dB: the median level of the loud 10 ms
-    windows (within 30 dB of the speech's 95th percentile) of the STEP_SPEECH s of speech after a point against
-    that of those before it, STEP_DB or more apart (a gain knob turned mid-word, takes joined at other levels); the
-    steepest point of each such stretch."""
+    """Where the recording's level steps inside its speech, and by how many dB: the STEP_PERCENTILE level of the
+    loud 10 ms windows (within 30 dB of the speech's 95th percentile) of the STEP_SPEECH s of speech after a point
+    against that of those before it, STEP_DB or more apart (a gain knob turned mid-word, takes joined at other
+    levels); the steepest point of each such stretch. The median moved with what is said: 9-11 dB inside flite
+    awb's sentences of money and dates, 20 false steps in its 26-minute reading (none at the 80th percentile)."""
     inside = np.zeros(len(level), dtype=bool)
     for start, end in spans:
         inside[int(start * 100) : int(end * 100)] = True
@@ -174,7 +176,8 @@ def level_steps(level: np.ndarray, spans) -> list[tuple[float, float]]:
     loud = speech[level[speech] > np.percentile(level[speech], 95) - 30]
     values, reach, found, best = level[loud], int(STEP_SPEECH * 100), [], None
     for k in range(reach, len(loud) - reach + 1, 2):
-        step = float(np.median(values[k : k + reach]) - np.median(values[k - reach : k]))
+        after, before = values[k : k + reach], values[k - reach : k]
+        step = float(np.percentile(after, STEP_PERCENTILE) - np.percentile(before, STEP_PERCENTILE))
         if abs(step) >= STEP_DB:
             best = max(best or (0.0, 0, 0.0), (abs(step), k, step))
         elif best is not None:
