@@ -84,7 +84,7 @@ def test_bursts_long_pauses_and_a_telephone_band_in_real_recordings(tmp_path):
     assert set(telephone["reasons"]) == {"band-limited"} and telephone["faulty_kept"] == 0, telephone
 
 
-def test_a_short_reply_is_measured_with_the_speech_around_it_and_a_telephone_band_stays_narrow():
+def test_a_short_reply_is_measured_with_the_speech_nearest_it_and_a_telephone_band_stays_narrow():
     # flite awb's "No." and "I know." reached 3.8-4.1 kHz alone, as a telephone's band does: full-band replies and
     # sentences under 5 s were dropped as band-limited (79 % of a 26-minute reading kept)
     needs_speech_models()
@@ -97,10 +97,15 @@ def test_a_short_reply_is_measured_with_the_speech_around_it_and_a_telephone_ban
 
     said = ["We should clean out the garage before winter.", "No.", "The harbour lights came on one by one.",
             "I know.", "Maybe more.", "Thank you very much, see you soon."]  # fmt: skip
-    samples, sentences = planted_faults.talk(said, "flite:awb", 16000, seed=1)
+    samples, sentences = planted_faults.talk(said * 3, "flite:awb", 16000, seed=1)
     spans = [(sentence.start, sentence.end) for sentence in sentences]
     full = measure(samples, no_marks(len(samples) / 16000), 16000, spans)
     assert all(piece.bandwidth_hz >= MIN_BANDWIDTH_HZ for piece in full), [piece.bandwidth_hz for piece in full]
+    # the last twelve through a telephone's band: the last one's nearest 10 s of speech are all the telephone's
     band = sosfiltfilt(butter(8, [300, 3400], btype="bandpass", fs=16000, output="sos"), samples).astype(np.float32)
+    mixed = np.concatenate([samples[: int(spans[6][0] * 16000) - 800], band[int(spans[6][0] * 16000) - 800 :]])
+    found = measure(mixed, no_marks(len(mixed) / 16000), 16000, spans)
+    assert all(piece.bandwidth_hz >= MIN_BANDWIDTH_HZ for piece in found[:6]), [piece.bandwidth_hz for piece in found]
+    assert found[-1].bandwidth_hz < 4500, [piece.bandwidth_hz for piece in found]
     telephone = measure(band, no_marks(len(band) / 16000), 16000, spans)
     assert all(piece.bandwidth_hz < 4500 for piece in telephone), [piece.bandwidth_hz for piece in telephone]

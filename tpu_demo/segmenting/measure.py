@@ -185,7 +185,7 @@ def level_steps(level: np.ndarray, spans) -> list[tuple[float, float]]:
             best = None
     if best is not None:
         found.append(((loud[best[1] - 1] + loud[best[1]] + 1) / 200, best[2]))
-    # a step within STEP_SNAP s of a pause is at it (the steepest point of 2 s medians lands a little off): a change
+    # a step within STEP_SNAP s of a pause is at it (the steepest point of 2 s levels lands a little off): a change
     # of speaker, or of take, which clips' levelling fixes
     pauses = [((loud[k - 1] + 1) / 100, loud[k] / 100) for k in np.flatnonzero(np.diff(loud) > STEP_PAUSE * 100) + 1]
     return [(at, step) for at, step in found
