@@ -86,6 +86,8 @@ def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
         ("e.g.", ["for example", "e g"]),
         ("no.", ["number", "no"]),
         ("1:02:33", ["one oh two thirty three"]),
+        ("6:00", ["six o'clock", "six"]),
+        ("14:00", ["fourteen hundred", "fourteen hundred hours", "fourteen"]),
         ("anna@example.com", ["anna at example dot com"]),
         ("www.example.org", ["w w w dot example dot org"]),
         ("401(k)", ["four oh one k"]),
@@ -119,9 +121,12 @@ def test_a_number_aligns_however_it_is_read():
         (tickets, "About seventy-five percent of the one thousand two hundred tickets were sold."),
         ("Flight 105 leaves at 6:30 pm.", "Flight one oh five leaves at six thirty P M."),
         ("Flight 105 leaves at 6:30 pm.", "Flight one hundred and five leaves at six thirty P M."),
+        ("The shop opens at 6:00 on weekdays.", "The shop opens at six o'clock on weekdays."),
+        ("The shop opens at 6:00 on weekdays.", "The shop opens at six on weekdays."),
     ]:  # fmt: skip
         audio = planted_faults.speak(said, planted_faults.VOICES["alice"], 16000)
-        assert align(audio, 16000, written)["problem"] is None, said
+        result = align(audio, 16000, written)
+        assert result["problem"] is None and result["otherwise"] is None, (said, result["otherwise"])
 
 
 def test_a_name_the_dictionary_lacks_gets_a_pronunciation(gruut):

@@ -153,10 +153,18 @@ FORMS = [  # a written form gruut misreads, and how readers say it (a token with
     (re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$|^www\.[\w-]+(?:\.[\w-]+)+$", re.I),  # an e-mail or web address
      lambda found: [address(found.group(0))]),
     (re.compile(r"^([$£€])(\d+|\d{1,3}(?:,\d{3})+)\.(\d{2})$"), lambda found: money(*found.groups())),  # £1.20
+    (re.compile(r"^(0?[1-9]|1\d|2[0-3]):00$"), lambda found: on_the_hour(int(found.group(1)))),  # 6:00, 14:00
     (re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})$"),  # 1:02:33: "one oh two thirty three"
      lambda found: [" ".join([cardinal(found.group(1)), *(digits(part) if part[0] == "0" else cardinal(part)
                                                           for part in found.groups()[1:])])]),  # fmt: skip
 ]  # fmt: skip
+
+
+def on_the_hour(hour: int) -> list[str]:
+    """6:00: "six o'clock" or "six" (gruut: "six" only); 14:00: "fourteen hundred", "fourteen hundred hours" or
+    "fourteen"."""
+    said = cardinal(str(hour))
+    return [f"{said} o'clock", said] if hour <= 12 else [f"{said} hundred", f"{said} hundred hours", said]
 
 
 def money(currency: str, whole: str, hundredths: str) -> list[str]:
