@@ -143,6 +143,10 @@ SAID_FOR = {  # an abbreviation before a number, as read; the written word is th
     "rm": "room", "pt": "part",
 }  # fmt: skip
 LATIN = {"e.g.": ["for example", "e g"], "i.e.": ["that is", "i e"], "etc.": ["et cetera"], "vs.": ["versus"]}
+# an address's abbreviation with its period, as read: where one is written two ways, the alignment takes the one
+# said (gruut read "St. Paul" as "street Paul", "Elm Dr." as "Elm doctor", and left "Rd." and "Ave." unread)
+STREETS = {"rd": ["road"], "ave": ["avenue"], "blvd": ["boulevard"], "ln": ["lane"], "st": ["street", "saint"],
+           "dr": ["drive", "doctor"]}  # fmt: skip
 FORMS = [  # a written form gruut misreads, and how readers say it (a token without the punctuation around it)
     (re.compile(r"^(\d+)/(\d+)$"), lambda found: fraction(*found.groups())),
     # a phone number (555-0142, 555-123-4567): digit by digit, "oh" or "zero"
@@ -153,11 +157,23 @@ FORMS = [  # a written form gruut misreads, and how readers say it (a token with
     (re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$|^www\.[\w-]+(?:\.[\w-]+)+$", re.I),  # an e-mail or web address
      lambda found: [address(found.group(0))]),
     (re.compile(r"^([$£€])(\d+|\d{1,3}(?:,\d{3})+)\.(\d{2})$"), lambda found: money(*found.groups())),  # £1.20
+    (re.compile(r"^([$£€])(\d+|\d{1,3}(?:,\d{3})+)$"), lambda found: whole_money(*found.groups())),  # £15, $1,200
     (re.compile(r"^(0?[1-9]|1\d|2[0-3]):00$"), lambda found: on_the_hour(int(found.group(1)))),  # 6:00, 14:00
     (re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})$"),  # 1:02:33: "one oh two thirty three"
      lambda found: [" ".join([cardinal(found.group(1)), *(digits(part) if part[0] == "0" else cardinal(part)
                                                           for part in found.groups()[1:])])]),  # fmt: skip
 ]  # fmt: skip
+
+
+def whole_money(currency: str, whole: str) -> list[str]:
+    """£15: "fifteen pounds" (gruut: "fifteen pounds sterling"); $1,200 in its number's readings, "twelve hundred
+    dollars" too; €20 "twenty euros" or "twenty euro"."""
+    (one, many), _ = MONEY[currency]
+    amount = whole.replace(",", "")
+    spelled = {digits(amount), digits(amount, "zero")}
+    readings = [reading for reading in number_readings(int(amount), amount) if reading not in spelled]
+    units = [one] if amount == "1" else [many, one] if currency == "€" else [many]
+    return [f"{reading} {unit}" for reading in readings for unit in units]
 
 
 def on_the_hour(hour: int) -> list[str]:
@@ -206,6 +222,9 @@ def said_form(token: str, previous: str) -> tuple[str, tuple[str, ...]] | None:
         return said_as(f"r{bare.lower()}", TEMPERATURES[bare.lower()])
     if token.lower().rstrip(",;:") in LATIN:
         return said_as(f"r{token.lower()}", LATIN[token.lower().rstrip(",;:")])
+    if token.rstrip(",;:!?").endswith(".") and bare.lower() in STREETS:  # after a name, a street's first
+        readings = STREETS[bare.lower()]
+        return said_as(f"r{bare.lower()}.", readings if previous[:1].isupper() else readings[::-1])
     if BEFORE_A_NUMBER.match(token) and (word := token[:-1].lower()) in SAID_FOR:
         return said_as(f"r{word}", [SAID_FOR[word], word])
     for pattern, readings in FORMS:
