@@ -21,7 +21,7 @@ def gruut():
 @pytest.mark.parametrize(
     ("written", "said"),
     [
-        ("Dr. Okafor paid $42.50 on March 3rd, 2021.", "rdr. okafor paid r$42.50 on march third n2021"),  # below
+        ("Dr. Okafor paid $42.50 on March 3rd, 2021.", "rdr. okafor paid rx2442.50 on march third n2021"),  # below
         ("Mr. Smith lives on Elm St. with 2 cats.", "mister smith lives on elm rst. with two cats"),
         ("About 5% of 1,200 voted.", "about five percent of n1200 voted"),
         ("Page 143.", "page n143"),  # one word, its readings its pronunciations (below)
@@ -29,7 +29,7 @@ def gruut():
         ("The 1990s, the FBI and NASA.", "the nineteen nineties the fbi and nasa"),  # the dictionary's acronyms
         ("The U.S. team at 7 pm.", "the u. s. team at seven p. m."),  # letters said by their names
         ("Prof. Nguyen: 3 classes & 2 labs, 5 kg, #1, 24/7.",
-         "professor nguyen three classes and two labs five kilograms number one r24/7"),  # r24/7: below
+         "professor nguyen three classes and two labs five kilograms number one r24x2f7"),  # r24x2f7: below
         ("[S1] Well, (laughs) I see. [S2] (clears throat) Yes.", "well [SPEECH] i see [SPEECH] yes"),
         # a serial: its letters and digits read apart (a list of lockers was dropped whole, "51b" in no dictionary)
         ("Locker 51B, seat 14C, COVID19.", "locker fifty one b. seat fourteen c. c. o. v. i. d. nineteen"),
@@ -48,15 +48,15 @@ def test_money_and_temperatures_are_one_word_whose_pronunciations_are_their_read
     from tpu_demo.segmenting.spoken import pronunciations, spoken_text, usual_reading
 
     assert spoken_text("A stamp costs £1.20, a coffee $3.05 and a cake €1.50.") == (
-        "a stamp costs r£1.20 a coffee r$3.05 and a cake r€1.50"
+        "a stamp costs rxa31.20 a coffee rx243.05 and a cake rx20ac1.50"
     )
     found = pronunciations("£1.20 $3.05 €1.50")
-    assert len(found["r£1.20"]) == 4 and len(found["r$3.05"]) == 4
-    assert usual_reading("r£1.20") == "one pound twenty pence"
+    assert len(found["rxa31.20"]) == 4 and len(found["rx243.05"]) == 4
+    assert usual_reading("rxa31.20") == "one pound twenty pence"
     assert spoken_text("Set the oven to 180°C, or 350 °F, with 2 L of water.") == (
-        "set the oven to n180 r°c or n350 r°f with two liters of water"
+        "set the oven to n180 rxb0c or n350 rxb0f with two liters of water"
     )
-    assert len(pronunciations("180°C")["r°c"]) == 3 and len(pronunciations("350 °F")["r°f"]) == 2
+    assert len(pronunciations("180°C")["rxb0c"]) == 3 and len(pronunciations("350 °F")["rxb0f"]) == 2
 
 
 def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
@@ -88,6 +88,8 @@ def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
         ("1:02:33", ["one oh two thirty three"]),
         ("6:00", ["six o'clock", "six"]),
         ("£15", ["fifteen pounds"]),
+        ("$5", ["five dollars"]),
+        ("£1", ["one pound"]),
         ("$1,200", ["one thousand two hundred dollars", "twelve hundred dollars"]),
         ("€20", ["twenty euros", "twenty euro"]),
         ("Rd.,", ["road"]),
@@ -247,3 +249,20 @@ def test_a_written_form_is_named_as_written_in_a_drop_reason(gruut):
 
     said = dict(spoken("Room 1015 cost £1.20 in 1916."))
     assert [as_written(word) for word in said] == ["room", "1015", "cost", "£1.20", "in", "1916"]
+
+
+def test_a_filler_beside_a_written_form_is_heard():
+    # "$15" and "9:00" were aligner words a grammar cannot hold: the filler check left out their pieces, and an
+    # "um, um" the text lacks passed as clean
+    needs_speech_models()
+    from tests import planted_faults
+    from tpu_demo.segmenting.align import Aligner
+
+    align = Aligner(0.4)
+    for written, said in [
+        ("I paid $15 for the tickets yesterday.", "I paid fifteen dollars, um, um, for the tickets yesterday."),
+        ("The train leaves at 9:00 from the station.", "The train leaves at nine, um, um, from the station."),
+    ]:  # fmt: skip
+        audio = planted_faults.speak(said, planted_faults.VOICES["alice"], 16000)
+        result = align(audio, 16000, written)
+        assert result["problem"] or "speech the text lacks" in (result.get("otherwise") or ""), (said, result)

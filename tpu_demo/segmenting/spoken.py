@@ -100,12 +100,16 @@ def number_readings(number: int, written: str = "") -> list[str]:
 def said_as(name: str, readings) -> tuple[str, tuple[str, ...]] | None:
     """A written form as one word for the aligner (`name`), whose pronunciations are its `readings` that the
     dictionary holds every word of: the alignment takes the one said."""
+    # a character a grammar word cannot hold ($, £, :, /) as its code: the checks for fillers and for a word read
+    # as the one like it decode a grammar of the piece's words, and left out every piece with "$15" or "6:00"
+    written, name = name[1:], name[0] + GRAMMAR_UNSAFE.sub(lambda found: f"x{ord(found.group()):x}", name[1:])
     variants = []
     for reading in readings:
         phones = [dictionary().get(word) for word in reading.split()]
         if all(phones):
             variants.append(" ".join(phones))
             SAID_READINGS.setdefault(name, {}).setdefault(" ".join(phones), reading)
+            WRITTEN[name] = written
     return (name, tuple(dict.fromkeys(variants))) if variants else None
 
 
@@ -170,7 +174,7 @@ def whole_money(currency: str, whole: str) -> list[str]:
     dollars" too; €20 "twenty euros" or "twenty euro"."""
     (one, many), _ = MONEY[currency]
     amount = whole.replace(",", "")
-    spelled = {digits(amount), digits(amount, "zero")}
+    spelled = {digits(amount), digits(amount, "zero")} if len(amount) > 1 else set()  # "five" is both for $5
     readings = [reading for reading in number_readings(int(amount), amount) if reading not in spelled]
     units = [one] if amount == "1" else [many, one] if currency == "€" else [many]
     return [f"{reading} {unit}" for reading in readings for unit in units]
@@ -307,6 +311,8 @@ NUMBER_WORDS = {
 }  # fmt: skip
 NUMBER = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d{1,7})$")  # a whole number as written: 105, 1,200 (not 3.5, 3rd)
 SAID_READINGS = {}  # a written form's word for the aligner: the reading each of its pronunciations says, usual first
+WRITTEN = {}  # a written form's word for the aligner: the form as written
+GRAMMAR_UNSAFE = re.compile(r"[^\w'.-]")  # what a word of a JSGF grammar cannot hold unquoted (align.GRAMMAR_WORD)
 PLAIN = re.compile(r"^[A-Za-z]+(?:'[A-Za-z]+)?$")
 PUNCTUATION_AROUND = re.compile(r"^[\"'(\[¡¿]+|[.,!?;:\"')\]…]+$")
 READ_AS_WORD = re.compile(r"^[a-z][a-z'.]*$")  # a word gruut's grapheme-to-phoneme model may pronounce
@@ -449,7 +455,7 @@ def reading_of(word: str, phones: str | None) -> str | None:
 
 def as_written(word: str) -> str:
     """A word for the aligner as the text writes it: a written form's without its mark ("n1918": "1918")."""
-    return word[1:] if word in SAID_READINGS else word
+    return WRITTEN.get(word, word[1:] if word in SAID_READINGS else word)
 
 
 def usual_reading(word: str) -> str | None:
