@@ -17,6 +17,7 @@ from tpu_demo.model.tokens import TEXT_TAGS
 from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.read import RATE, Recording, to_model_rate
 from tpu_demo.segmenting.spoken import (
+    GRAMMAR_WORD,
     SAID_READINGS,
     SOUND,
     as_written,
@@ -54,7 +55,6 @@ SAID_OTHERWISE = "its part of the text leaves out or names otherwise what is sai
 # espeak-ng voices'), and fewer do not tell (espeak-ng's "14 Elm St.", the only one of a script)
 RUNS_ON_SHARE, RUNS_ON_EVIDENCE = 0.5, 4
 FILLERS = ("um", "uh", "er")  # what a speaker says between words that a clean transcript leaves out ("ah": a vowel)
-GRAMMAR_WORD = re.compile(r"^[\w'.-]+$")
 # number words that sound alike: "fifteen" read "fifty" aligns cleanly and fits the phone loop as well
 TEENS = dict(
     zip(

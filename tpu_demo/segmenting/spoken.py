@@ -109,8 +109,10 @@ def said_as(name: str, readings) -> tuple[str, tuple[str, ...]] | None:
         if all(phones):
             variants.append(" ".join(phones))
             SAID_READINGS.setdefault(name, {}).setdefault(" ".join(phones), reading)
-            WRITTEN[name] = written
-    return (name, tuple(dict.fromkeys(variants))) if variants else None
+    if not variants:
+        return None
+    WRITTEN[name] = written
+    return name, tuple(dict.fromkeys(variants))
 
 
 def cardinal(number: str) -> str:
@@ -312,7 +314,8 @@ NUMBER_WORDS = {
 NUMBER = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d{1,7})$")  # a whole number as written: 105, 1,200 (not 3.5, 3rd)
 SAID_READINGS = {}  # a written form's word for the aligner: the reading each of its pronunciations says, usual first
 WRITTEN = {}  # a written form's word for the aligner: the form as written
-GRAMMAR_UNSAFE = re.compile(r"[^\w'.-]")  # what a word of a JSGF grammar cannot hold unquoted (align.GRAMMAR_WORD)
+GRAMMAR_WORD = re.compile(r"^[\w'.-]+$")  # a word a JSGF grammar holds unquoted (pocketsphinx's: no quoting)
+GRAMMAR_UNSAFE = re.compile(r"[^\w'.-]")  # a character it cannot hold
 PLAIN = re.compile(r"^[A-Za-z]+(?:'[A-Za-z]+)?$")
 PUNCTUATION_AROUND = re.compile(r"^[\"'(\[¡¿]+|[.,!?;:\"')\]…]+$")
 READ_AS_WORD = re.compile(r"^[a-z][a-z'.]*$")  # a word gruut's grapheme-to-phoneme model may pronounce
@@ -455,7 +458,7 @@ def reading_of(word: str, phones: str | None) -> str | None:
 
 def as_written(word: str) -> str:
     """A word for the aligner as the text writes it: a written form's without its mark ("n1918": "1918")."""
-    return WRITTEN.get(word, word[1:] if word in SAID_READINGS else word)
+    return WRITTEN.get(word, word)
 
 
 def usual_reading(word: str) -> str | None:
