@@ -30,6 +30,16 @@ def test_data_too_small_for_one_step_is_refused_with_the_numbers(tmp_path, overr
 
 
 @bug_on_unpatched
+def test_evaluation_with_no_sample_left_to_hold_out_is_refused(tmp_path):
+    # one sample: it trained on it and logged `eval loss n/a on 0 samples` at every evaluation asked for
+    settings = ["synthetic_samples=1", "eval_samples=1", "per_device_train_batch_size=1", "max_steps=2"]
+    result = run_demo(tmp_path / "run", *settings, launcher=False, timeout=120)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "1 samples: none left to hold out for evaluation (eval_samples: 1, eval_strategy: steps)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@bug_on_unpatched
 def test_numbers_yaml_reads_as_text_are_numbers(tmp_path):
     # YAML 1.1 reads `1e-4` as a string: it crashed with a TypeError after the model was built
     result = run_demo(tmp_path / "run", "learning_rate=1e-3", "max_steps=1", "eval_strategy=no", launcher=False)

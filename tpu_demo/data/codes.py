@@ -212,7 +212,14 @@ def split(dataset_size: int, eval_samples: int, seed: int, held_out=()) -> tuple
 
 
 def enough_for_a_step(samples: int, train_samples: int, eval_samples: int, args, processes: int) -> None:
-    """Refuses data that gives no training batch: the loop would wait for one forever."""
+    """Refuses data that gives no training batch (the loop would wait for one forever), or no held-out sample to
+    evaluations asked for (each would be skipped)."""
+    strategy = getattr(args.eval_strategy, "value", args.eval_strategy)  # an IntervalStrategy once parsed
+    if eval_samples and samples == train_samples and strategy != "no":
+        raise FineTuneError(
+            f"{samples} samples: none left to hold out for evaluation (eval_samples: {eval_samples}, eval_strategy: "
+            f"{strategy}) with one for training: add data, or set eval_samples: 0 and eval_strategy: no"
+        )
     needed = args.per_device_train_batch_size * processes
     if train_samples < needed:
         raise FineTuneError(
