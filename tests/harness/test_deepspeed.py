@@ -1,0 +1,56 @@
+"""`harness.deepspeed`: the patched and unpatched envs install one DeepSpeed wheel per set of compiled ops; pip's own
+cache had installed a wheel built with other `DS_BUILD_*` variables, without the ops the launches load."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import deepspeed
+
+
+@pytest.fixture
+def pip_calls(monkeypatch):
+    """pip's commands, run as a stand-in: `wheel -w DIR` writes a wheel there, `install` does nothing."""
+    calls = []
+
+    def run(cmd, check):
+        calls.append(cmd[3])
+        if cmd[3] == "wheel":
+            folder = cmd[cmd.index("-w") + 1]
+            Path(folder).mkdir(parents=True)
+            (Path(folder) / "deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl").write_bytes(b"wheel")
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(deepspeed.subprocess, "run", run)
+    return calls
+
+
+def test_the_build_key_is_the_ds_build_variables_and_torch():
+    ops = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "PATH": "/bin"}
+    key = deepspeed.build_key(ops)
+    assert key.startswith("torch==") and key.endswith(" DS_BUILD_OPS=0 DS_BUILD_SHM_COMM=1")
+    assert deepspeed.build_key({**ops, "DS_BUILD_FUSED_ADAM": "1"}) != key
+    assert deepspeed.build_key({**ops, "PATH": "/usr/bin"}) == key
+
+
+def test_a_wheel_is_built_once_per_set_of_ops_and_installed_in_each_env(tmp_path, monkeypatch, pip_calls):
+    monkeypatch.setenv("DS_BUILD_SHM_COMM", "1")
+    monkeypatch.delenv("DS_BUILD_FUSED_ADAM", raising=False)
+    assert deepspeed.main(["0.19.8", str(tmp_path)]) == 0
+    assert deepspeed.main(["0.19.8", str(tmp_path)]) == 0
+    assert pip_calls == ["wheel", "install", "install"]
+    monkeypatch.setenv("DS_BUILD_FUSED_ADAM", "1")  # another set of ops: its own build
+    assert deepspeed.main(["0.19.8", str(tmp_path)]) == 0
+    assert pip_calls[3:] == ["wheel", "install"]
+    assert len(list(tmp_path.glob("deepspeed-0.19.8-*/*.whl"))) == 2
+
+
+def test_a_build_killed_half_way_is_built_again(tmp_path, pip_calls):
+    folder = deepspeed.wheel_folder(tmp_path, "0.19.8", deepspeed.build_key())
+    partial = folder.with_name(folder.name + ".partial")
+    partial.mkdir()
+    (partial / "deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl").write_bytes(b"half")
+    assert deepspeed.main(["0.19.8", str(tmp_path)]) == 0
+    assert pip_calls == ["wheel", "install"]
+    assert (folder / "deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl").read_bytes() == b"wheel"
