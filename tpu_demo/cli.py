@@ -1,7 +1,10 @@
 """What every command shares: a usage error exits 2 (argparse), a failed run exits 1 with one `tpu_demo: ...` line."""
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 from typing import NoReturn
 
 PREFIX = "tpu_demo"
@@ -30,6 +33,32 @@ def say(message: str, **print_kwargs) -> None:
 def fail(error) -> NoReturn:
     """Ends a command whose run failed: its reason in one line on stderr, exit code 1."""
     sys.exit(f"{PREFIX}: {error}")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, a container's stop, a scheduler's time limit): a run stops as Ctrl-C stops it."""
+
+
+@contextlib.contextmanager
+def terminated_as_interrupted():
+    """SIGTERM raises `Terminated` while the block runs: the command's Ctrl-C handling says how to continue."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted_exit_code(interrupt: KeyboardInterrupt) -> int:
+    """A shell's code for the signal: 128 + 15 for SIGTERM, 128 + 2 for Ctrl-C."""
+    return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
 
 
 def refuse_unsupported_transformers() -> None:

@@ -3,8 +3,10 @@
 python -m tpu_demo.launch tpu_demo/configs/tiny.yaml [key=value ...] [--segment] [--dry-run]
 """
 
+import contextlib
 import os
 import shlex
+import signal
 import subprocess
 import sys
 
@@ -106,6 +108,7 @@ def run_accelerate_launch(cmd, env) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     args = launch_command_parser().parse_args(cmd)
+    previous = signal.signal(signal.SIGTERM, stop_the_run)
     try:
         with patch_environment(**env):
             launch_command(args)
@@ -113,9 +116,24 @@ def run_accelerate_launch(cmd, env) -> int:
         return error.returncode
     except ChildFailedError as error:
         return error.get_first_failure()[1].exitcode
-    except (KeyboardInterrupt, SignalException):  # Ctrl-C: the run's processes got it too and said what to do
+    except SignalException as error:  # several processes: torch's agent stopped them, and they said what to do
+        return 128 + error.sigval
+    except KeyboardInterrupt:  # Ctrl-C: the run's processes got it too and said what to do
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def stop_the_run(signum, frame) -> None:
+    """SIGTERM to the launcher (`kill`, a container's stop, a scheduler): its processes stop as they stop for Ctrl-C
+    (saying how to resume), and the launcher waits for them. accelerate's one-process launcher died and left its
+    process training into the output folder. With several processes, torch's agent takes the signal over."""
+    import psutil
+
+    for child in psutil.Process().children():  # not their data loaders' workers: each process stops its own
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.send_signal(signum)
 
 
 def xla_plan(hosts: int, argv=None) -> list[str]:

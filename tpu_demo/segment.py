@@ -15,7 +15,14 @@ import sys
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
-from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
+from tpu_demo.cli import (
+    config_parser,
+    fail,
+    interrupted_exit_code,
+    refuse_unsupported_transformers,
+    say,
+    terminated_as_interrupted,
+)
 from tpu_demo.data.metadata import ALLOW_REMOVALS
 from tpu_demo.errors import FineTuneError
 from tpu_demo.segmenting.align import aligns
@@ -65,47 +72,50 @@ def main(argv=None) -> int:
     removals = "remove the clips of more rows deleted from metadata.csv than a few (3, or a tenth of them)"
     parser.add_argument(ALLOW_REMOVALS, dest="allow_removals", action="store_true", help=removals)
     args = parser.parse_args(argv)
-    try:
-        raw = load_raw(args.config, args.overrides)
-        check_config(raw)
-        config = settings(raw)  # no TrainingArguments: segmenting trains nothing
-        state = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
-        config = sized_for_training(config, state)
-        recogniser(config)
-        out = output_folder(config)
-        read_corrections(out, args.allow_removals)  # a table the user saved that cannot be read: before any work
-        recordings, unreadable = find_recordings(config.recordings.recordings, config.recordings.skip_recordings)
-        refuse_without_recogniser(config, recordings)
-        unreadable |= decode_recordings(recordings, out, state)
-        recordings = [
-            recording for recording in recordings if recording.name + recording.path.suffix not in unreadable
-        ]
-        if not recordings:
-            raise FineTuneError(f"recordings {config.recordings.recordings}: none could be read: {unreadable}")
-        if state.is_main_process:
-            for name, problem in unreadable.items():
-                say(f"recordings: {name}: {problem}: skipped; to leave it out for good, add it to skip_recordings")
-            if state.num_processes > 1:  # `accelerate launch --num_processes 2` alone starts one on a CPU host
-                say(f"{len(recordings)} recordings shared by {state.num_processes} processes")
-            if unused := unused_recogniser(config, recordings):
-                say(unused)
-        if any(recording.text for recording in recordings):
-            import jiwer  # noqa: F401 (aligning a recording's text compares transcripts)
-        TIMES.clear()  # this run's, not those of an earlier run in this process (a notebook's)
-        segment_share(config, recordings, out, state)
-        share_times(out, state)
-        if state.is_main_process:
-            for line in report_lines(merge(config, recordings, out, unreadable, args.allow_removals), out):
-                say(line)
-    except ImportError as error:
-        name = missing_package(error)
-        fail(f"recordings: {name} is not installed (pip install '{name}', or the fine-tuner's `speech` extra)")
-    except KeyboardInterrupt:  # each stage finished is saved: a rerun does the rest; Ctrl-C reaches every process
-        if os.environ.get("RANK", "0") == "0":
-            say("interrupted; the recordings done are kept: run the same command again to continue", file=sys.stderr)
-        sys.exit(130)  # a shell's code for Ctrl-C
-    except FineTuneError as error:
-        fail(error)
+    with terminated_as_interrupted():
+        try:
+            raw = load_raw(args.config, args.overrides)
+            check_config(raw)
+            config = settings(raw)  # no TrainingArguments: segmenting trains nothing
+            state = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
+            config = sized_for_training(config, state)
+            recogniser(config)
+            out = output_folder(config)
+            read_corrections(out, args.allow_removals)  # a table the user saved that cannot be read: before any work
+            recordings, unreadable = find_recordings(config.recordings.recordings, config.recordings.skip_recordings)
+            refuse_without_recogniser(config, recordings)
+            unreadable |= decode_recordings(recordings, out, state)
+            recordings = [
+                recording for recording in recordings if recording.name + recording.path.suffix not in unreadable
+            ]
+            if not recordings:
+                raise FineTuneError(f"recordings {config.recordings.recordings}: none could be read: {unreadable}")
+            if state.is_main_process:
+                for name, problem in unreadable.items():
+                    say(f"recordings: {name}: {problem}: skipped; to leave it out for good, add it to skip_recordings")
+                if state.num_processes > 1:  # `accelerate launch --num_processes 2` alone starts one on a CPU host
+                    say(f"{len(recordings)} recordings shared by {state.num_processes} processes")
+                if unused := unused_recogniser(config, recordings):
+                    say(unused)
+            if any(recording.text for recording in recordings):
+                import jiwer  # noqa: F401 (aligning a recording's text compares transcripts)
+            TIMES.clear()  # this run's, not those of an earlier run in this process (a notebook's)
+            segment_share(config, recordings, out, state)
+            share_times(out, state)
+            if state.is_main_process:
+                for line in report_lines(merge(config, recordings, out, unreadable, args.allow_removals), out):
+                    say(line)
+        except ImportError as error:
+            name = missing_package(error)
+            fail(f"recordings: {name} is not installed (pip install '{name}', or the fine-tuner's `speech` extra)")
+        except KeyboardInterrupt as interrupt:  # each stage finished is saved: a rerun does the rest; Ctrl-C (or
+            # SIGTERM) reaches every process
+            if os.environ.get("RANK", "0") == "0":
+                message = "interrupted; the recordings done are kept: run the same command again to continue"
+                say(message, file=sys.stderr)
+            sys.exit(interrupted_exit_code(interrupt))
+        except FineTuneError as error:
+            fail(error)
     state.wait_for_everyone()
     state.destroy_process_group()  # before the interpreter exits (see tpu_demo.prepare)
     return 0

@@ -6,7 +6,14 @@ accelerate launch -m tpu_demo.train tpu_demo/configs/tiny.yaml [key=value ...]
 import os
 import sys
 
-from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
+from tpu_demo.cli import (
+    config_parser,
+    fail,
+    interrupted_exit_code,
+    refuse_unsupported_transformers,
+    say,
+    terminated_as_interrupted,
+)
 from tpu_demo.config.load import load_raw
 from tpu_demo.errors import FineTuneError
 
@@ -27,17 +34,18 @@ def main(argv=None) -> None:
     refuse_unsupported_transformers()
     args = config_parser("tpu_demo.train", "Fine-tune Dia with Accelerate.").parse_args(argv)
     try:
-        train(args.config, args.overrides)
+        with terminated_as_interrupted():
+            train(args.config, args.overrides)
     except FineTuneError as error:
         fail(error)
-    except KeyboardInterrupt:  # Ctrl-C reaches every process of the run: one says what to do
+    except KeyboardInterrupt as interrupt:  # Ctrl-C (or SIGTERM) reaches every process of the run: one says what to do
         if os.environ.get("RANK", "0") == "0":
             say(
                 "interrupted; the same command with resume_from_checkpoint=latest continues from the run's newest "
                 "checkpoint",
                 file=sys.stderr,
             )
-        sys.exit(130)  # a shell's code for Ctrl-C
+        sys.exit(interrupted_exit_code(interrupt))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
 """The Dia fine-tune end to end on eager CPU: one process, two processes (gloo), and an interrupted run resumed."""
 
+import contextlib
 import json
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
 from transformers import SchedulerType
 
-from tests.demo_utils import assert_ok, assert_same_weights, losses_by_step, metrics, run_demo, summary
-from tests.testing_utils import PATCHED, bug_on_unpatched, require_dia
+from tests.demo_utils import CONFIG, assert_ok, assert_same_weights, losses_by_step, metrics, run_demo, summary
+from tests.testing_utils import PATCHED, ROOT, bug_on_unpatched, free_ports, launch_env, require_dia
 
 pytestmark = require_dia
 
@@ -186,6 +190,32 @@ def uninterrupted(tmp_path_factory):
         return runs[sampling]
 
     return run
+
+
+@bug_on_unpatched
+def test_a_launcher_told_to_stop_stops_its_run_which_says_how_to_resume(tmp_path):
+    # `kill`, a container's stop or a scheduler signals the launcher: it died and left the training process running,
+    # writing into the output folder a resumed run would write into too
+    import psutil
+
+    settings = [f"output_dir={tmp_path / 'run'}", "report_to=none", "max_steps=100000", "save_steps=2"]
+    cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings, f"main_process_port={free_ports()[0]}"]
+    launcher = subprocess.Popen(cmd, env=launch_env(), cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not (tmp_path / "run/checkpoints/step-2").is_dir() and launcher.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint in 300 s"
+        time.sleep(0.2)
+    run = psutil.Process(launcher.pid).children(recursive=True)
+    try:
+        launcher.terminate()
+        stderr = launcher.communicate(timeout=120)[1]
+        assert launcher.returncode == 143, stderr[-2000:]
+        assert "resume_from_checkpoint=latest" in stderr.splitlines()[-1], stderr[-2000:]
+        assert run and not psutil.wait_procs(run, timeout=30)[1]
+    finally:  # what a failure left running stops here, not with the test run
+        for process in [launcher, *run]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
