@@ -19,7 +19,8 @@ from pathlib import Path
 def build_key(environ=os.environ) -> str:
     """What the compiled ops depend on: the `DS_BUILD_*` variables and the torch they are built against."""
     settings = sorted(f"{name}={value}" for name, value in environ.items() if name.startswith("DS_BUILD_"))
-    return " ".join([f"torch=={installed_version('torch')}", *settings])
+    python = "python=={}.{}".format(*sys.version_info[:2])
+    return " ".join([python, f"torch=={installed_version('torch')}", *settings])
 
 
 def wheel_folder(wheels: Path, deepspeed: str, key: str) -> Path:
@@ -33,11 +34,15 @@ def main(argv: list[str]) -> int:
     pip = [sys.executable, "-m", "pip"]
     if not any(folder.glob("deepspeed-*.whl")):
         print(f"harness.deepspeed: building deepspeed {deepspeed} ({key}) into {folder}", flush=True)
-        partial = folder.with_name(folder.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
+        partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")  # envs run side by side (`tox -p`)
         build = ["wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir", "-w", str(partial)]
         subprocess.run([*pip, *build, f"deepspeed=={deepspeed}"], check=True)
-        partial.rename(folder)  # whole, or not there: a build killed half-way is done again
+        try:
+            partial.rename(folder)  # whole, or not there: a build killed half-way is done again
+        except OSError:  # another env's build of the same got there first
+            if not any(folder.glob("deepspeed-*.whl")):
+                raise
+            shutil.rmtree(partial)
     (wheel,) = folder.glob("deepspeed-*.whl")
     # an env that holds a DeepSpeed built otherwise gets this one
     subprocess.run([*pip, "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)], check=True)

@@ -47,6 +47,7 @@ def terminated_as_interrupted():
         return
 
     def stop(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one (a scheduler's, then the launcher's) is the same
         raise Terminated
 
     previous = signal.signal(signal.SIGTERM, stop)

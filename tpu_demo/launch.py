@@ -10,7 +10,14 @@ import signal
 import subprocess
 import sys
 
-from tpu_demo.cli import config_parser, fail, refuse_unsupported_transformers, say
+from tpu_demo.cli import (
+    Terminated,
+    config_parser,
+    fail,
+    interrupted_exit_code,
+    refuse_unsupported_transformers,
+    say,
+)
 from tpu_demo.config.checks import check_config, refuse_launch_conflicts
 from tpu_demo.config.load import load_raw, parse_launch
 from tpu_demo.data.metadata import ALLOW_REMOVALS
@@ -112,14 +119,16 @@ def run_accelerate_launch(cmd, env) -> int:
     try:
         with patch_environment(**env):
             launch_command(args)
-    except subprocess.CalledProcessError as error:
-        return error.returncode
+    except subprocess.CalledProcessError as error:  # a process ended by a signal before it could say anything: -N
+        return error.returncode if error.returncode >= 0 else 128 - error.returncode
     except ChildFailedError as error:
         return error.get_first_failure()[1].exitcode
     except SignalException as error:  # several processes: torch's agent stopped them, and they said what to do
         return 128 + error.sigval
-    except KeyboardInterrupt:  # Ctrl-C: the run's processes got it too and said what to do
-        return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C: the run's processes got it too and said what to do
+        if str(interrupt):  # SIGTERM, and no process to say it
+            say(str(interrupt), file=sys.stderr)
+        return interrupted_exit_code(interrupt)
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 0
@@ -131,7 +140,10 @@ def stop_the_run(signum, frame) -> None:
     process training into the output folder. With several processes, torch's agent takes the signal over."""
     import psutil
 
-    for child in psutil.Process().children():  # not their data loaders' workers: each process stops its own
+    children = psutil.Process().children()  # not their data loaders' workers: each process stops its own
+    if not children:  # before the run's processes start (or torch's agent waits for other hosts): stop here
+        raise Terminated("stopped before the run's processes started")
+    for child in children:
         with contextlib.suppress(psutil.NoSuchProcess):
             child.send_signal(signum)
 

@@ -42,7 +42,7 @@ def main(argv=None) -> None:
         if os.environ.get("RANK", "0") == "0":
             say(
                 "interrupted; the same command with resume_from_checkpoint=latest continues from the run's newest "
-                "checkpoint",
+                "checkpoint (a run stopped before its first starts again in a new output_dir)",
                 file=sys.stderr,
             )
         sys.exit(interrupted_exit_code(interrupt))

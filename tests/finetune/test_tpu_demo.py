@@ -2,6 +2,8 @@
 
 import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -200,15 +202,18 @@ def test_a_launcher_told_to_stop_stops_its_run_which_says_how_to_resume(tmp_path
 
     settings = [f"output_dir={tmp_path / 'run'}", "report_to=none", "max_steps=100000", "save_steps=2"]
     cmd = [sys.executable, "-m", "tpu_demo.launch", str(CONFIG), *settings, f"main_process_port={free_ports()[0]}"]
-    launcher = subprocess.Popen(cmd, env=launch_env(), cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    while not (tmp_path / "run/checkpoints/step-2").is_dir() and launcher.poll() is None:
-        assert time.monotonic() < deadline, "no checkpoint in 300 s"
-        time.sleep(0.2)
-    run = psutil.Process(launcher.pid).children(recursive=True)
+    with open(tmp_path / "stderr.txt", "w") as stderr:  # a file: a pipe no one reads fills and blocks the run
+        launcher = subprocess.Popen(cmd, env=launch_env(), cwd=ROOT, stderr=stderr, text=True)
+    run, deadline = [], time.monotonic() + 300
     try:
+        while not (tmp_path / "run/checkpoints/step-2").is_dir() and launcher.poll() is None:
+            assert time.monotonic() < deadline, "no checkpoint in 300 s"
+            time.sleep(0.2)
+        assert launcher.poll() is None, (tmp_path / "stderr.txt").read_text()[-2000:]
+        run = psutil.Process(launcher.pid).children(recursive=True)
         launcher.terminate()
-        stderr = launcher.communicate(timeout=120)[1]
+        launcher.wait(timeout=120)
+        stderr = (tmp_path / "stderr.txt").read_text()
         assert launcher.returncode == 143, stderr[-2000:]
         assert "resume_from_checkpoint=latest" in stderr.splitlines()[-1], stderr[-2000:]
         assert run and not psutil.wait_procs(run, timeout=30)[1]
@@ -473,6 +478,29 @@ def test_launcher_ends_a_ctrl_c_with_its_exit_code_and_no_traceback(monkeypatch,
     assert run_accelerate_launch(["--num_processes", "1", "-m", "tpu_demo.train", "unused.yaml"], {}) == 130
 
 
+def test_a_launcher_told_to_stop_before_its_run_starts_stops_there(monkeypatch, capsys):
+    # SIGTERM before accelerate started a process (or while torch's agent waited for other hosts) was dropped, and
+    # the run then started; a process ended by the signal before its own handler gave exit code -15 (241)
+    import accelerate.commands.launch
+
+    from tpu_demo.launch import run_accelerate_launch
+
+    def signalled(args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("the launch went on")
+
+    monkeypatch.setattr(accelerate.commands.launch, "launch_command", signalled)
+    assert run_accelerate_launch(["--num_processes", "1", "-m", "tpu_demo.train", "unused.yaml"], {}) == 143
+    assert "stopped before the run's processes started" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN  # the handler it found is back
+
+    def killed(args):
+        raise subprocess.CalledProcessError(-signal.SIGTERM, ["python"])
+
+    monkeypatch.setattr(accelerate.commands.launch, "launch_command", killed)
+    assert run_accelerate_launch(["--num_processes", "1", "-m", "tpu_demo.train", "unused.yaml"], {}) == 143
+
+
 @bug_on_unpatched
 def test_a_new_run_into_an_earlier_runs_folder_is_refused(tmp_path):
     # it appended to the earlier metrics.jsonl and rotated away its own checkpoints, keeping the earlier run's
@@ -483,6 +511,18 @@ def test_a_new_run_into_an_earlier_runs_folder_is_refused(tmp_path):
     assert again.returncode == 1 and "Traceback" not in again.stderr
     assert f"output_dir {out} holds an earlier run (checkpoints, metrics.jsonl, final)" in again.stderr
     assert (out / "metrics.jsonl").read_text() == before
+
+
+@bug_on_unpatched
+def test_an_earlier_run_with_no_checkpoint_is_not_said_to_resume(tmp_path):
+    # a run stopped before its first checkpoint (or one that saves none): the refusal said "continue it with
+    # resume_from_checkpoint=latest", which then found no checkpoint
+    out = tmp_path / "run"
+    assert_ok(run_demo(out, "max_steps=2", "save_strategy=no", "eval_strategy=no", launcher=False))
+    again = run_demo(out, "max_steps=2", "save_strategy=no", "eval_strategy=no", launcher=False)
+    assert again.returncode == 1 and "resume_from_checkpoint" not in again.stderr, again.stderr
+    refusal = "holds an earlier run (metrics.jsonl, final), which saved no checkpoint: give a new output_dir"
+    assert refusal in again.stderr
 
 
 @bug_on_unpatched

@@ -29,7 +29,7 @@ def pip_calls(monkeypatch):
 def test_the_build_key_is_the_ds_build_variables_and_torch():
     ops = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "PATH": "/bin"}
     key = deepspeed.build_key(ops)
-    assert key.startswith("torch==") and key.endswith(" DS_BUILD_OPS=0 DS_BUILD_SHM_COMM=1")
+    assert key.startswith("python==3.") and " torch==" in key and key.endswith(" DS_BUILD_OPS=0 DS_BUILD_SHM_COMM=1")
     assert deepspeed.build_key({**ops, "DS_BUILD_FUSED_ADAM": "1"}) != key
     assert deepspeed.build_key({**ops, "PATH": "/usr/bin"}) == key
 
@@ -48,9 +48,25 @@ def test_a_wheel_is_built_once_per_set_of_ops_and_installed_in_each_env(tmp_path
 
 def test_a_build_killed_half_way_is_built_again(tmp_path, pip_calls):
     folder = deepspeed.wheel_folder(tmp_path, "0.19.8", deepspeed.build_key())
-    partial = folder.with_name(folder.name + ".partial")
+    partial = folder.with_name(folder.name + ".partial-1")  # another process's, killed
     partial.mkdir()
     (partial / "deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl").write_bytes(b"half")
     assert deepspeed.main(["0.19.8", str(tmp_path)]) == 0
     assert pip_calls == ["wheel", "install"]
     assert (folder / "deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl").read_bytes() == b"wheel"
+
+
+def test_a_build_another_env_finished_first_is_the_one_installed(tmp_path, monkeypatch, pip_calls):
+    folder = deepspeed.wheel_folder(tmp_path, "0.19.8", deepspeed.build_key())
+    built = deepspeed.subprocess.run
+
+    def built_alongside(cmd, check):
+        if cmd[3] == "wheel":  # the other env renames its build into place while this one builds
+            folder.mkdir(parents=True)
+            (folder / "deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl").write_bytes(b"theirs")
+        return built(cmd, check)
+
+    monkeypatch.setattr(deepspeed.subprocess, "run", built_alongside)
+    assert deepspeed.main(["0.19.8", str(tmp_path)]) == 0
+    assert pip_calls == ["wheel", "install"]
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # this build's folder removed

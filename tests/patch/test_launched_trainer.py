@@ -63,7 +63,7 @@ def test_deepspeed_launches_need_no_compiler():
     from deepspeed.git_version_info import installed_ops
 
     missing = [op for op in ("deepspeed_shm_comm", "fused_adam") if not installed_ops.get(op)]
-    assert not missing, f"DeepSpeed was installed without {missing}: `tox -r` rebuilds the env"
+    assert not missing, f"DeepSpeed was installed without {missing}: delete .tox/deepspeed-wheels, run tox again"
 
 
 @require_deepspeed

@@ -66,7 +66,8 @@ def refuse_an_earlier_run(output_dir: Path) -> None:
     saved = any(any(step.iterdir()) for step in step_dirs(output_dir / "checkpoints"))  # empty: not a run's
     earlier = ["checkpoints"] * saved + [name for name in ("metrics.jsonl", "final") if (output_dir / name).exists()]
     if earlier:
-        raise FineTuneError(
-            f"output_dir {output_dir} holds an earlier run ({', '.join(earlier)}): continue it with "
-            "resume_from_checkpoint=latest, or give a new output_dir (cache_dir can share its encoded audio)"
-        )
+        held = f"output_dir {output_dir} holds an earlier run ({', '.join(earlier)})"
+        if not saved:  # stopped before its first checkpoint, or saving none: nothing to continue from
+            held += ", which saved no checkpoint"
+        advice = "continue it with resume_from_checkpoint=latest, or give" if saved else "give"
+        raise FineTuneError(f"{held}: {advice} a new output_dir (cache_dir can share its encoded audio)")
