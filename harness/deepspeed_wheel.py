@@ -1,6 +1,6 @@
 """Installs DeepSpeed with the CPU ops that the launched tests load, each set of ops compiled once.
 
-    python -m harness.deepspeed VERSION WHEELS_DIR
+    python -m harness.deepspeed_wheel VERSION WHEELS_DIR
 
 pip's wheel cache keys a source build by its archive alone: a DeepSpeed built earlier with other `DS_BUILD_*`
 variables, or against another torch, would be installed as it is. So the wheel is built without that cache, once,
@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
     folder = wheel_folder(Path(wheels), deepspeed, key)
     pip = [sys.executable, "-m", "pip"]
     if not any(folder.glob("deepspeed-*.whl")):
-        print(f"harness.deepspeed: building deepspeed {deepspeed} ({key}) into {folder}", flush=True)
+        print(f"harness.deepspeed_wheel: building deepspeed {deepspeed} ({key}) into {folder}", flush=True)
         partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")  # envs run side by side (`tox -p`)
         build = ["wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir", "-w", str(partial)]
         subprocess.run([*pip, *build, f"deepspeed=={deepspeed}"], check=True)

@@ -1,12 +1,12 @@
-"""`harness.deepspeed`: the patched and unpatched envs install one DeepSpeed wheel per set of compiled ops; pip's own
-cache had installed a wheel built with other `DS_BUILD_*` variables, without the ops the launches load."""
+"""`harness.deepspeed_wheel`: the patched and unpatched envs install one DeepSpeed wheel per set of compiled ops;
+pip's own cache had installed a wheel built with other `DS_BUILD_*` variables, without the ops the launches load."""
 
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from harness import deepspeed
+from harness import deepspeed_wheel as deepspeed
 
 
 @pytest.fixture
