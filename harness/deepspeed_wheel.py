@@ -27,6 +27,16 @@ def wheel_folder(wheels: Path, deepspeed: str, key: str) -> Path:
     return wheels / f"deepspeed-{deepspeed}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
 def main(argv: list[str]) -> int:
     deepspeed, wheels = argv
     key = build_key()
@@ -34,6 +44,9 @@ def main(argv: list[str]) -> int:
     pip = [sys.executable, "-m", "pip"]
     if not any(folder.glob("deepspeed-*.whl")):
         print(f"harness.deepspeed_wheel: building deepspeed {deepspeed} ({key}) into {folder}", flush=True)
+        for left in folder.parent.glob(f"{folder.name}.partial-*"):  # a build killed half-way
+            if not alive(int(left.name.rsplit("-", 1)[1])):
+                shutil.rmtree(left)
         partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")  # envs run side by side (`tox -p`)
         build = ["wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir", "-w", str(partial)]
         subprocess.run([*pip, *build, f"deepspeed=={deepspeed}"], check=True)

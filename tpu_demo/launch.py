@@ -140,7 +140,9 @@ def stop_the_run(signum, frame) -> None:
     process training into the output folder. With several processes, torch's agent takes the signal over."""
     import psutil
 
-    children = psutil.Process().children()  # not their data loaders' workers: each process stops its own
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # told once; run_accelerate_launch puts its handler back
+    # not their data loaders' workers: each process stops its own
+    children = [child for child in psutil.Process().children() if child.status() != psutil.STATUS_ZOMBIE]
     if not children:  # before the run's processes start (or torch's agent waits for other hosts): stop here
         raise Terminated("stopped before the run's processes started")
     for child in children:

@@ -33,19 +33,19 @@ def train(config, overrides=()) -> dict:
 def main(argv=None) -> None:
     refuse_unsupported_transformers()
     args = config_parser("tpu_demo.train", "Fine-tune Dia with Accelerate.").parse_args(argv)
-    try:
-        with terminated_as_interrupted():
+    with terminated_as_interrupted():  # around the handlers too: a second SIGTERM does not cut the line short
+        try:
             train(args.config, args.overrides)
-    except FineTuneError as error:
-        fail(error)
-    except KeyboardInterrupt as interrupt:  # Ctrl-C (or SIGTERM) reaches every process of the run: one says what to do
-        if os.environ.get("RANK", "0") == "0":
-            say(
-                "interrupted; the same command with resume_from_checkpoint=latest continues from the run's newest "
-                "checkpoint (a run stopped before its first starts again in a new output_dir)",
-                file=sys.stderr,
-            )
-        sys.exit(interrupted_exit_code(interrupt))
+        except FineTuneError as error:
+            fail(error)
+        except KeyboardInterrupt as interrupt:  # Ctrl-C (or SIGTERM) reaches every process: one says what to do
+            if os.environ.get("RANK", "0") == "0":
+                say(
+                    "interrupted; the same command with resume_from_checkpoint=latest continues from the run's newest "
+                    "checkpoint (a run stopped before its first starts again in a new output_dir)",
+                    file=sys.stderr,
+                )
+            sys.exit(interrupted_exit_code(interrupt))
 
 
 if __name__ == "__main__":

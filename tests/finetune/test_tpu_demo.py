@@ -218,6 +218,8 @@ def test_a_launcher_told_to_stop_stops_its_run_which_says_how_to_resume(tmp_path
         assert "resume_from_checkpoint=latest" in stderr.splitlines()[-1], stderr[-2000:]
         assert run and not psutil.wait_procs(run, timeout=30)[1]
     finally:  # what a failure left running stops here, not with the test run
+        with contextlib.suppress(psutil.NoSuchProcess):
+            run = run or psutil.Process(launcher.pid).children(recursive=True)
         for process in [launcher, *run]:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
@@ -478,6 +480,24 @@ def test_launcher_ends_a_ctrl_c_with_its_exit_code_and_no_traceback(monkeypatch,
     assert run_accelerate_launch(["--num_processes", "1", "-m", "tpu_demo.train", "unused.yaml"], {}) == 130
 
 
+def test_sigterm_stops_a_command_as_ctrl_c_does_and_a_second_one_waits_for_it():
+    from tpu_demo.cli import Terminated, interrupted_exit_code, terminated_as_interrupted
+
+    before, said = signal.getsignal(signal.SIGTERM), []
+    with pytest.raises(Terminated) as stopped, terminated_as_interrupted():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except Terminated:  # the command's Ctrl-C handling: a second SIGTERM (the launcher's copy) lets it finish
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)
+            said.append("interrupted; ...")
+            raise
+    assert said and interrupted_exit_code(stopped.value) == 143
+    assert interrupted_exit_code(KeyboardInterrupt()) == 130
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
 def test_a_launcher_told_to_stop_before_its_run_starts_stops_there(monkeypatch, capsys):
     # SIGTERM before accelerate started a process (or while torch's agent waited for other hosts) was dropped, and
     # the run then started; a process ended by the signal before its own handler gave exit code -15 (241)
@@ -490,9 +510,10 @@ def test_a_launcher_told_to_stop_before_its_run_starts_stops_there(monkeypatch, 
         raise AssertionError("the launch went on")
 
     monkeypatch.setattr(accelerate.commands.launch, "launch_command", signalled)
+    before = signal.getsignal(signal.SIGTERM)
     assert run_accelerate_launch(["--num_processes", "1", "-m", "tpu_demo.train", "unused.yaml"], {}) == 143
     assert "stopped before the run's processes started" in capsys.readouterr().err
-    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN  # the handler it found is back
+    assert signal.getsignal(signal.SIGTERM) == before  # the handler it found is back
 
     def killed(args):
         raise subprocess.CalledProcessError(-signal.SIGTERM, ["python"])

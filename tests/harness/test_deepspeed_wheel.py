@@ -48,12 +48,15 @@ def test_a_wheel_is_built_once_per_set_of_ops_and_installed_in_each_env(tmp_path
 
 def test_a_build_killed_half_way_is_built_again(tmp_path, pip_calls):
     folder = deepspeed.wheel_folder(tmp_path, "0.19.8", deepspeed.build_key())
-    partial = folder.with_name(folder.name + ".partial-1")  # another process's, killed
+    ended = subprocess.Popen(["true"])  # the process that built it, killed
+    ended.wait()
+    partial = folder.with_name(f"{folder.name}.partial-{ended.pid}")
     partial.mkdir()
     (partial / "deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl").write_bytes(b"half")
     assert deepspeed.main(["0.19.8", str(tmp_path)]) == 0
     assert pip_calls == ["wheel", "install"]
     assert (folder / "deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl").read_bytes() == b"wheel"
+    assert not partial.exists()
 
 
 def test_a_build_another_env_finished_first_is_the_one_installed(tmp_path, monkeypatch, pip_calls):
