@@ -2,6 +2,7 @@
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -60,6 +61,13 @@ def terminated_as_interrupted():
 def interrupted_exit_code(interrupt: KeyboardInterrupt) -> int:
     """A shell's code for the signal: 128 + 15 for SIGTERM, 128 + 2 for Ctrl-C."""
     return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
+
+
+def stop_interrupted(interrupt: KeyboardInterrupt, how_to_continue: str) -> NoReturn:
+    """Ends a command Ctrl-C or SIGTERM reached in every process of the run: the first process says how to continue."""
+    if os.environ.get("RANK", "0") == "0":
+        say(f"interrupted; {how_to_continue}", file=sys.stderr)
+    sys.exit(interrupted_exit_code(interrupt))
 
 
 def refuse_unsupported_transformers() -> None:

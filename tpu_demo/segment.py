@@ -9,7 +9,6 @@ after an interruption or a change, only what the change touches is done again (a
 models). Texts corrected and rows deleted in metadata.csv are kept, in corrections.csv, and applied on every run.
 """
 
-import os
 import sys
 
 from accelerate import PartialState
@@ -18,9 +17,9 @@ from accelerate.utils import parse_flag_from_env
 from tpu_demo.cli import (
     config_parser,
     fail,
-    interrupted_exit_code,
     refuse_unsupported_transformers,
     say,
+    stop_interrupted,
     terminated_as_interrupted,
 )
 from tpu_demo.data.metadata import ALLOW_REMOVALS
@@ -108,12 +107,8 @@ def main(argv=None) -> int:
         except ImportError as error:
             name = missing_package(error)
             fail(f"recordings: {name} is not installed (pip install '{name}', or the fine-tuner's `speech` extra)")
-        except KeyboardInterrupt as interrupt:  # each stage finished is saved: a rerun does the rest; Ctrl-C (or
-            # SIGTERM) reaches every process
-            if os.environ.get("RANK", "0") == "0":
-                message = "interrupted; the recordings done are kept: run the same command again to continue"
-                say(message, file=sys.stderr)
-            sys.exit(interrupted_exit_code(interrupt))
+        except KeyboardInterrupt as interrupt:  # each stage finished is saved: a rerun does the rest
+            stop_interrupted(interrupt, "the recordings done are kept: run the same command again to continue")
         except FineTuneError as error:
             fail(error)
     state.wait_for_everyone()

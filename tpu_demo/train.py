@@ -3,15 +3,11 @@
 accelerate launch -m tpu_demo.train tpu_demo/configs/tiny.yaml [key=value ...]
 """
 
-import os
-import sys
-
 from tpu_demo.cli import (
     config_parser,
     fail,
-    interrupted_exit_code,
     refuse_unsupported_transformers,
-    say,
+    stop_interrupted,
     terminated_as_interrupted,
 )
 from tpu_demo.config.load import load_raw
@@ -38,14 +34,12 @@ def main(argv=None) -> None:
             train(args.config, args.overrides)
         except FineTuneError as error:
             fail(error)
-        except KeyboardInterrupt as interrupt:  # Ctrl-C (or SIGTERM) reaches every process: one says what to do
-            if os.environ.get("RANK", "0") == "0":
-                say(
-                    "interrupted; the same command with resume_from_checkpoint=latest continues from the run's newest "
-                    "checkpoint (a run stopped before its first starts again in a new output_dir)",
-                    file=sys.stderr,
-                )
-            sys.exit(interrupted_exit_code(interrupt))
+        except KeyboardInterrupt as interrupt:
+            stop_interrupted(
+                interrupt,
+                "the same command with resume_from_checkpoint=latest continues from the run's newest checkpoint (a "
+                "run stopped before its first starts again in a new output_dir)",
+            )
 
 
 if __name__ == "__main__":
