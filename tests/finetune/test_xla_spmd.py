@@ -29,12 +29,21 @@ RUN = ("max_steps=12", "mixed_precision=bf16", "gradient_accumulation_steps=2", 
        "logging_steps=2", "per_device_eval_batch_size=2", "length_buckets=1")  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def one_device_run(tmp_path_factory):
+    """The run both shardings are compared with, once: an XLA run costs about a minute of compilation, whatever its
+    steps (the tests that share it are in one `xdist_group`, so one worker makes it)."""
+    one = tmp_path_factory.mktemp("one_device")
+    assert_ok(run_demo(one, *RUN, "per_device_train_batch_size=8", "per_device_eval_batch_size=8"))
+    return one
+
+
 @require_xla
 @require_dia
+@pytest.mark.xdist_group("one_device_run")
 @pytest.mark.parametrize("sharding", ["no", "fsdp"])
-def test_four_devices_train_what_one_device_trains_on_their_global_batch(tmp_path, sharding):
-    one, four = tmp_path / "one", tmp_path / "four"
-    assert_ok(run_demo(one, *RUN, "per_device_train_batch_size=8", "per_device_eval_batch_size=8"))
+def test_four_devices_train_what_one_device_trains_on_their_global_batch(tmp_path, one_device_run, sharding):
+    one, four = one_device_run, tmp_path / "four"
     assert_ok(run_demo(four, *RUN, "per_device_train_batch_size=2", f"sharding={sharding}", env=FOUR_DEVICES))
 
     assert losses_by_step(four) == pytest.approx(losses_by_step(one), rel=1e-5)
