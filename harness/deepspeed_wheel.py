@@ -1,6 +1,9 @@
 """Installs DeepSpeed with the CPU ops that the launched tests load, each set of ops compiled once.
 
-    python -m harness.deepspeed_wheel VERSION WHEELS_DIR
+    python -m harness.deepspeed_wheel [VERSION WHEELS_DIR]
+
+Without arguments: the env's DEEPSPEED_VERSION and DEEPSPEED_WHEELS (tox.ini sets both for patched and unpatched, so
+`tox exec -e unpatched -- python -m harness.deepspeed_wheel` builds what the run will install).
 
 pip's wheel cache keys a source build by its archive alone: a DeepSpeed built earlier with other `DS_BUILD_*`
 variables, or against another torch, would be installed as it is. So the wheel is built without that cache, once,
@@ -38,7 +41,7 @@ def alive(pid: int) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    deepspeed, wheels = argv
+    deepspeed, wheels = argv or (os.environ["DEEPSPEED_VERSION"], os.environ["DEEPSPEED_WHEELS"])
     key = build_key()
     folder = wheel_folder(Path(wheels), deepspeed, key)
     pip = [sys.executable, "-m", "pip"]

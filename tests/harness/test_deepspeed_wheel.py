@@ -73,3 +73,12 @@ def test_a_build_another_env_finished_first_is_the_one_installed(tmp_path, monke
     assert deepspeed.main(["0.19.8", str(tmp_path)]) == 0
     assert pip_calls == ["wheel", "install"]
     assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # this build's folder removed
+
+
+def test_without_arguments_the_version_and_folder_are_the_envs(tmp_path, monkeypatch, pip_calls):
+    # tox.ini sets them for patched and unpatched; `.ci/run` builds the wheel in an installed env before the run
+    monkeypatch.setenv("DEEPSPEED_VERSION", "0.19.8")
+    monkeypatch.setenv("DEEPSPEED_WHEELS", str(tmp_path))
+    assert deepspeed.main([]) == 0
+    assert pip_calls == ["wheel", "install"]
+    assert len(list(tmp_path.glob("deepspeed-0.19.8-*/*.whl"))) == 1
