@@ -618,6 +618,7 @@ def test_a_stretch_of_words_under_the_phones_heard_is_said_otherwise_but_a_tags_
         segments = [Segment(word, 40 * n, 40 * n + 39, fall if word == "sat" else 0.0) for n, word in enumerate(words)]
         said = align.said_otherwise(segments, words, {}, b"", 0.01, loud, [])
         assert (said[1] if said else None) == under_word, said
+        assert not said or said[0] == "'sat' said otherwise (the 0.4 s around it: 0.16 under the phones heard)"
         segments[2] = Segment("[SPEECH]", 80, 119, fall)  # a laugh where "sat" was: its tag's sound, not a word
         assert align.said_otherwise(segments, [*words[:2], "[SPEECH]", *words[3:]], {}, b"", 0.01, loud, []) is None
 

@@ -716,7 +716,7 @@ class Aligner:
         lowest, _, lowest_at = worst_window(per_10ms, round(self.WINDOW_SECONDS / frame))
         _, spreads, spreads_at = worst_window(per_10ms, round(self.SPREAD_SECONDS / frame))
         if lowest < -self.WINDOW_SHORTFALL:
-            seconds, at, measure = self.WINDOW_SECONDS, lowest_at, f"{lowest / 1000:.2f} under the phones heard"
+            seconds, at, measure = self.WINDOW_SECONDS, lowest_at, f"{-lowest / 1000:.2f} under the phones heard"
         elif spreads < -self.WINDOW_SPREAD:
             seconds, at, measure = self.SPREAD_SECONDS, spreads_at, f"{-spreads:.1f} spreads under the piece's median"
         else:
