@@ -666,11 +666,6 @@ class Aligner:
         fits around it than the text's alone, as FILLER_GAIN measures it) each."""
         if not all(GRAMMAR_WORD.match(word) for word in words):  # a word JSGF cannot hold unquoted (no quoting)
             return []
-        length = len(pcm) // 2 // round(frame * RATE) + 2
-        alone = self.grammar_decoding(frame, words, given, pcm, f"public <text> = {' '.join(words)};")
-        if alone is None or alone.hyp() is None:
-            return []
-        without = frame_log_likelihoods(alone.seg(), length)  # read now: the next decoding reuses the decoder
         fillers = " | ".join(FILLERS)
         # none before the first word or after the last: a final consonant's release was heard as "um", and one there
         # is in EDGE_SILENCE or END_SILENCE
@@ -678,9 +673,7 @@ class Aligner:
         decoder = self.grammar_decoding(frame, words, given, pcm, f"<filler> = {fillers};\npublic <text> = {body};")
         if decoder is None or decoder.hyp() is None:
             return []
-        segments = list(decoder.seg())
-        gain = (frame_log_likelihoods(segments, length) - without) * (frame / self.FRAME)
-        pad, expected, found = round(self.FILLER_PAD / frame), 0, []
+        segments, expected, extra = list(decoder.seg()), 0, []  # read now: the next decoding reuses the decoder
         for segment in segments:
             word = segment.word.split("(")[0]
             if word.startswith(("<", "[")):
@@ -688,9 +681,26 @@ class Aligner:
             if expected < len(words) and word == words[expected]:
                 expected += 1
             else:
-                around = gain[max(segment.start_frame - pad, 0) : segment.end_frame + pad + 1]
-                found.append((word, segment.start_frame, segment.end_frame, float(around.sum())))
-        return found
+                extra.append(segment)
+        if not extra:  # the text alone is decoded only where there is something to weigh against it
+            return []
+        alone = self.grammar_decoding(frame, words, given, pcm, f"public <text> = {' '.join(words)};")
+        if alone is None or alone.hyp() is None:
+            return []
+        length = len(pcm) // 2 // round(frame * RATE) + 2
+        gain = (frame_log_likelihoods(segments, length) - frame_log_likelihoods(alone.seg(), length)) * (
+            frame / self.FRAME
+        )
+        pad = round(self.FILLER_PAD / frame)
+        return [
+            (
+                s.word.split("(")[0],
+                s.start_frame,
+                s.end_frame,
+                float(gain[max(s.start_frame - pad, 0) : s.end_frame + pad + 1].sum()),
+            )
+            for s in extra
+        ]
 
     def said_otherwise(
         self, segments, words: list[str], given: dict, pcm: bytes, frame: float, loud, runs_on: list
