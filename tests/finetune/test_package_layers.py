@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.testing_utils import ROOT
+from tests.testing_utils import ROOT, same_on_every_line
+
+pytestmark = same_on_every_line  # the package's own imports
 
 # lowest first; a module of a room imports only from its own room and from those listed before it
 LAYERS = [
