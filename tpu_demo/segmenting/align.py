@@ -75,7 +75,7 @@ RUNS_ON = ("AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW
 RUNS_ON += ("N ", "M ", "W ", "L ", "R ", "Y ")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a33"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a34"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -539,9 +539,10 @@ def log_likelihood(segments) -> float:
     return sum(math.log(max(segment.ascore, 1e-300)) for segment in segments)
 
 
-def frame_log_likelihoods(segments, length: int) -> np.ndarray:
-    """Each frame's share of its segment's acoustic log-likelihood (`log_likelihood`), over `length` frames."""
-    per_frame = np.zeros(length)
+def frame_log_likelihoods(segments, pcm: bytes, frame: float) -> np.ndarray:
+    """Each frame's share of its segment's acoustic log-likelihood (`log_likelihood`), over the frames of `pcm` (16-bit
+    samples) at `frame` seconds a frame, with room for the decoder's last."""
+    per_frame = np.zeros(len(pcm) // 2 // round(frame * RATE) + 2)
     for segment in segments:
         frames = segment.end_frame - segment.start_frame + 1
         per_frame[segment.start_frame : segment.end_frame + 1] = log_likelihood([segment]) / frames
@@ -641,7 +642,7 @@ class Aligner:
             loop.start_utt()
             loop.process_raw(pcm, full_utt=True)
             loop.end_utt()
-            per_frame = frame_log_likelihoods(loop.seg() or [], len(pcm) // 2 // round(frame * RATE) + 2)
+            per_frame = frame_log_likelihoods(loop.seg() or [], pcm, frame)
             self.loops = {key: value for key, value in self.loops.items() if key[1] == digest[1]}
             self.loops[digest] = per_frame
         return self.loops[digest]
@@ -687,10 +688,8 @@ class Aligner:
         alone = self.grammar_decoding(frame, words, given, pcm, f"public <text> = {' '.join(words)};")
         if alone is None or alone.hyp() is None:
             return []
-        length = len(pcm) // 2 // round(frame * RATE) + 2
-        gain = (frame_log_likelihoods(segments, length) - frame_log_likelihoods(alone.seg(), length)) * (
-            frame / self.FRAME
-        )
+        fits = frame_log_likelihoods(segments, pcm, frame) - frame_log_likelihoods(alone.seg(), pcm, frame)
+        gain = fits * (frame / self.FRAME)
         pad = round(self.FILLER_PAD / frame)
         return [
             (
@@ -732,9 +731,17 @@ class Aligner:
                 loud[span].sum() * frame > self.FILLER_SECONDS and under[span].sum() < -self.FILLER_SHORTFALL
             ):
                 return f"speech the text lacks ('{said}' heard for {heard:.2f} s at {at:.2f} s)", None
-        shortfall, word, at = min(
-            (under[segment.start_frame : segment.end_frame + 1].sum(), segment.word.split("(")[0], segment.start_frame)
-            for segment in segments
+        shortfall, word, at = min(  # a tag's sound (a laugh) or a noise is judged by `silences`
+            (
+                (
+                    under[segment.start_frame : segment.end_frame + 1].sum(),
+                    segment.word.split("(")[0],
+                    segment.start_frame,
+                )
+                for segment in segments
+                if not segment.word.startswith("[")
+            ),
+            default=(0.0, None, 0),
         )
         if shortfall < -self.WORD_SHORTFALL:
             if word == "<sil>":
