@@ -55,3 +55,18 @@ def test_the_data_page_shows_every_clip_kept_and_dropped_with_a_player(tmp_path)
     speakers = [cells[0] for attrs, cells in page.rows if attrs.get("class") == "speaker"]
     assert speakers == list(report["speakers"])
     assert np.isclose(sum(clip["end"] - clip["start"] for clip in kept), report["kept"]["seconds"], atol=0.05)
+
+
+def test_the_data_page_names_each_recording_it_could_not_read(tmp_path):
+    # a corrupt and an empty recording were named on the console and in segment_report.json only: the page said
+    # "0 dropped", as if every recording had been read
+    from tests.finetune.test_report import Elements
+    from tpu_demo.segmenting.page import write_page
+
+    skipped = {"corrupt.wav": "truncated: its header says 2958560 bytes of audio, the file holds 20000",
+               "empty.wav": "unreadable audio (Format not recognised.)"}  # fmt: skip
+    page = write_page({"clips": [], "speakers": {}, "skipped": skipped}, tmp_path, {})
+    dom = Elements(page.read_text(encoding="utf-8"))
+    rows = [cells for attrs, cells in dom.rows if attrs.get("class") == "unread"]
+    assert rows == [[name, reason] for name, reason in sorted(skipped.items())]
+    assert "2 recordings not read" in page.read_text(encoding="utf-8")

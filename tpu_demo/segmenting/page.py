@@ -3,8 +3,8 @@
 Every kept clip with a player, its text, confidence, recording and start, the least confident first (an unchecked
 transcript counts as none); every dropped stretch with its reason, its measure and a player over the recording itself
 (a media fragment, `#t=start,end`: nothing is written for it); histograms of length, SNR, DNSMOS and pace of the kept
-clips; seconds per speaker. Plain HTML and inline SVG, as the training report (tpu_demo.report): it opens from disk,
-offline.
+clips; seconds per speaker; each recording that could not be read, and why. Plain HTML and inline SVG, as the
+training report (tpu_demo.report): it opens from disk, offline.
 """
 
 import html
@@ -108,6 +108,15 @@ def dropped_table(dropped: list[dict], sources: dict[str, Path], page_dir: Path)
     return f'<table class="dropped"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
+def unread_table(skipped: dict[str, str]) -> str:
+    """Each recording that could not be read, with why: it gave no clip, kept or dropped."""
+    rows = "".join(
+        f'<tr class="unread"><td>{html.escape(name)}</td><td>{html.escape(why)}</td></tr>'
+        for name, why in sorted(skipped.items())
+    )
+    return f'<table class="unread"><tr><th>recording</th><th>why it was not read</th></tr>{rows}</table>'
+
+
 def speakers_table(summary: dict) -> str:
     rows = "".join(
         f'<tr class="speaker"><td>{html.escape(name)}</td><td>{s["clips"]}</td><td>{s["seconds"]:.1f}</td></tr>'
@@ -126,6 +135,9 @@ def write_page(summary: dict, out: Path, sources: dict[str, Path]) -> Path:
         f"{len(kept)} clips kept ({sum(c['end'] - c['start'] for c in kept):.1f} s), {review} of them to review "
         f"(review.csv); {len(dropped)} dropped ({sum(c['end'] - c['start'] for c in dropped):.1f} s)"
     )
+    skipped = summary.get("skipped") or {}
+    if skipped:
+        counts += f"; {len(skipped)} recording{'s' if len(skipped) > 1 else ''} not read (below)"
     charts = "".join(histogram(key, title, kept) for key, title in HISTOGRAMS)
     page = (
         '<!doctype html><html><head><meta charset="utf-8"><title>Dia dataset</title><style>'
@@ -135,7 +147,9 @@ def write_page(summary: dict, out: Path, sources: dict[str, Path]) -> Path:
         "</style></head><body>"
         f"<h1>Dia dataset: {html.escape(str(out))}</h1><p>{html.escape(counts)}</p>{speakers_table(summary)}"
         f"<div>{charts}</div><h2>kept, the least confident first</h2>{kept_table(kept)}"
-        f"<h2>dropped</h2>{dropped_table(dropped, sources, out)}</body></html>"
+        f"<h2>dropped</h2>{dropped_table(dropped, sources, out)}"
+        + (f"<h2>not read</h2>{unread_table(skipped)}" if skipped else "")
+        + "</body></html>"
     )
     (out / PAGE).write_text(page, encoding="utf-8")
     return out / PAGE
