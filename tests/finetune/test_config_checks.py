@@ -34,6 +34,8 @@ CONFLICTS = [
     (["lora_r=4", "model=base/dia", "sharding=fsdp"], "lora_r: LoRA is not sharded by this fine-tuner"),
     (["optim=adamw_bnb_8bit"], "optim: 'adamw_bnb_8bit' is not supported by this fine-tuner"),
     (["report_to=[comet_ml]"], "report_to: comet_ml not installed here"),
+    # a misspelt tracker was "not installed here (pip install tensorbord)": a package that does not exist
+    (["report_to=tensorbord"], "report_to: tensorbord is no tracker accelerate knows (did you mean `tensorboard`?)"),
     (["fp16=true"], "fp16: not read by this fine-tuner; use mixed_precision: fp16"),
     (["unknown_key=1"], "unknown config keys: unknown_key"),
     (["audio_prompt=0.5"], "unknown config keys: audio_prompt (did you mean `audio_prompts`?)"),

@@ -254,8 +254,9 @@ def reported_metrics(config) -> list[str]:
 
 def trackers(report_to) -> list[str]:
     """`report_to` as accelerate trackers: `none`, `all` (every installed one), or names, each of which must be
-    installed (accelerate would drop a missing one with a log line only)."""
+    one accelerate knows and installed (accelerate would drop a missing one with a log line only)."""
     from accelerate.tracking import _available_trackers
+    from accelerate.utils import LoggerType
 
     available = [str(getattr(t, "value", t)) for t in _available_trackers]
     names = [report_to] if isinstance(report_to, str) else list(report_to or [])
@@ -263,6 +264,13 @@ def trackers(report_to) -> list[str]:
         return []
     if names == ["all"]:
         return available
+    known = sorted(str(t.value) for t in LoggerType if t.value != "all")
+    if unknown := [name for name in names if name not in known]:
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        raise FineTuneError(
+            f"report_to: {', '.join(unknown)} is no tracker accelerate knows"
+            + (f" (did you mean `{close[0]}`?)" if close else f" ({', '.join(known)})")
+        )
     missing = [name for name in names if name not in available]
     if missing:
         raise FineTuneError(
