@@ -301,6 +301,13 @@ def test_unpatched_stops_clearly(tmp_path):
         (["mixed_precision=fp12"], "fp12"),
         # checked after the config is parsed: on the published release the program stops before, at the state
         pytest.param(["dataset=/nonexistent/codes"], "no such manifest or folder", marks=bug_on_unpatched),
+        # a YAML's relative path is read from where the run started, not beside the YAML: the message says where
+        pytest.param(
+            ["dataset=no/such/codes"],
+            f"dataset no/such/codes: no such manifest or folder as {ROOT / 'no/such/codes'} (a relative path is read "
+            "from the folder the run started in)",
+            marks=bug_on_unpatched,
+        ),
         pytest.param(
             ["resume_from_checkpoint=/nonexistent/ckpt"], "is not a checkpoint directory", marks=bug_on_unpatched
         ),
@@ -320,6 +327,7 @@ def test_unpatched_stops_clearly(tmp_path):
         "unknown_key",
         "bad_choice",
         "missing_data",
+        "missing_data_relative",
         "missing_checkpoint",
         "codebook_weights",
         "old_data_dir",
@@ -331,12 +339,13 @@ def test_unpatched_stops_clearly(tmp_path):
     ],
 )
 def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):
-    result = run_demo(tmp_path / "run", *overrides, launcher=False)
+    out = tmp_path / "outputs" / "run"
+    result = run_demo(out, *overrides, launcher=False)
     assert result.returncode != 0
     assert message in result.stderr
     assert "Traceback" not in result.stderr
-    out = tmp_path / "run"
-    assert not out.exists() or any(out.iterdir())  # an empty output_dir was left behind
+    # an empty output_dir, or the folder made to hold it, was left behind
+    assert not out.parent.exists() or any(out.parent.rglob("*.*")), list(out.parent.rglob("*"))
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly

@@ -50,7 +50,12 @@ def training_data(data_args, model_config, output_dir, seed, model=None) -> Code
     if codes:
         return CodesDataset(path, num_channels=channels)
     if not path.exists():
-        raise FineTuneError(f"dataset {source}: no such manifest or folder (or use `dataset: synthetic`)")
+        where = (
+            ""
+            if path.is_absolute()
+            else f" as {path.absolute()} (a relative path is read from the folder the run started in)"
+        )
+        raise FineTuneError(f"dataset {source}: no such manifest or folder{where}; or use `dataset: synthetic`")
     rows = recording_rows(path, data_args, saved_dataset, state)
     if not data_args.codec:
         raise FineTuneError(f"dataset {source} holds recordings: set `codec` to a DacModel folder or hub id")

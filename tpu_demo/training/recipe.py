@@ -77,14 +77,14 @@ class DiaFineTune:
         self.output_dir = Path(args.output_dir)
         if not args.resume_from_checkpoint:
             refuse_an_earlier_run(self.output_dir)
-        created = not self.output_dir.exists()
+        created = [folder for folder in (self.output_dir, *self.output_dir.parents) if not folder.exists()]
         self.output_dir.mkdir(parents=True, exist_ok=True)
         try:
             self._setup_run(args)
         except FineTuneError:
-            if created:  # refused before it wrote anything: no empty folder left (rmdir takes an empty one only)
+            for folder in created:  # refused before it wrote anything: no empty folder left (rmdir takes empty ones)
                 with contextlib.suppress(OSError):
-                    self.output_dir.rmdir()
+                    folder.rmdir()
             raise
 
     def _setup_run(self, args) -> None:
