@@ -13,7 +13,7 @@ from pathlib import Path
 from tpu_demo.segmenting.measure import Piece
 from tpu_demo.segmenting.settings import recogniser, recording_folder
 
-STAGES = 10  # the version of what the stages store: a change here redoes them all
+STAGES = 11  # the version of what the stages store: a change here redoes them all
 TURNS = 7  # the version of where a dialogue's pieces are cut at a change of voice (turns.py)
 TRANSCRIPTS = 2  # the version of what the transcribe stage stores: each piece's words and the recogniser's confidence
 MEASURES = 2  # the version of the costly measures (DNSMOS at a piece's own length, the voice with its windows)
