@@ -50,7 +50,8 @@ def test_one_sample_off_its_neighbours_is_a_click_speech_is_not():
 
 def test_a_voices_pulse_beside_a_pause_is_no_click_a_spike_there_is():
     # espeak-ng's first or last glottal pulse of a voiced stretch, at its own 22.05 kHz, stood 12-15 times the RMS of
-    # its 10 ms window, which was mostly pause: 37 pieces of a held-out 30-minute reading were dropped as `clicks`
+    # its 10 ms window, which was mostly pause: 36 pieces of a held-out 30-minute reading were dropped as `clicks`;
+    # a spike 2 or 8 ms after the speech (a splice) is still one
     from tests import planted_faults
     from tpu_demo.segmenting.read import click_samples
 
@@ -61,9 +62,10 @@ def test_a_voices_pulse_beside_a_pause_is_no_click_a_spike_there_is():
             pytest.skip(str(error))
         window = np.arange(len(said)) // 220
         assert not click_samples(said, window).any(), voice
-        pause = np.concatenate([said, np.zeros(4410, np.float32)])
-        pause[len(said) + 3000] = 0.5  # in the pause, 136 ms after the speech
-        assert np.flatnonzero(click_samples(pause, np.arange(len(pause)) // 220)).tolist() == [len(said) + 3000]
+        for after in (44, 176, 3000):  # 2 ms, 8 ms and 136 ms after the speech
+            pause = np.concatenate([said, np.zeros(4410, np.float32)])
+            pause[len(said) + after] = 0.5
+            assert np.flatnonzero(click_samples(pause, np.arange(len(pause)) // 220)).tolist() == [len(said) + after]
 
 
 def test_marks_are_on_10_ms_windows_at_any_rate(tmp_path):
