@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -304,8 +305,8 @@ def test_unpatched_stops_clearly(tmp_path):
         # a YAML's relative path is read from where the run started, not beside the YAML: the message says where
         pytest.param(
             ["dataset=no/such/codes"],
-            f"dataset no/such/codes: no such manifest or folder as {ROOT / 'no/such/codes'} (a relative path is read "
-            "from the folder the run started in)",
+            f"dataset no/such/codes: no such manifest or folder as {Path.cwd() / 'no/such/codes'} (a relative path "
+            "is read from the folder the run started in)",
             marks=bug_on_unpatched,
         ),
         pytest.param(
@@ -345,7 +346,9 @@ def test_bad_input_gives_a_clear_error(tmp_path, overrides, message):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     # an empty output_dir, or the folder made to hold it, was left behind
-    assert not out.parent.exists() or any(out.parent.rglob("*.*")), list(out.parent.rglob("*"))
+    assert not out.parent.exists() or any(path.is_file() for path in out.parent.rglob("*")), list(
+        out.parent.rglob("*")
+    )
 
 
 @bug_on_unpatched  # the program stops there with a clear message instead: test_unpatched_stops_clearly
