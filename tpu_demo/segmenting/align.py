@@ -6,6 +6,7 @@ written, speaker turns `[S1]`/`[S2]` included.
 import difflib
 import functools
 import hashlib
+import itertools
 import math
 import re
 from collections import Counter
@@ -65,6 +66,20 @@ TEENS = dict(
 )
 TEENS |= {f"{teen}th": f"{ty[:-1]}ieth" for teen, ty in TEENS.items()}  # "fourteenth", "fortieth"
 LIKE_SOUNDING = TEENS | {ty: teen for teen, ty in TEENS.items()}
+# closed classes whose members a reader says for one another ("Thursday" read "Tuesday", "seventeen" read "seven"):
+# a grammar of the class tells them apart better than a forced alignment, which fits any of them (Aligner.swapped)
+CLASSES = (
+    ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+    ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+     "december"),
+    ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+     *(teen for teen in TEENS if not teen.endswith("th")), "twenty",
+     *(ty for teen, ty in TEENS.items() if not teen.endswith("th"))),
+    ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+     "twelfth", *(teen for teen in TEENS if teen.endswith("th")), "twentieth",
+     *(ty for teen, ty in TEENS.items() if teen.endswith("th"))),
+)  # fmt: skip
+CLASS_OF = {word: members for members in CLASSES for word in members}
 UNITS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}  # "ninety eight": no "-teen" there
 # a year's next part after its "-teen" ("nineteen ninety", "nineteen oh two", "nineteen nineties"): not a "-teen",
 # which more often starts a sentence of its own ("... fourteen. Eighteen more")
@@ -75,7 +90,7 @@ RUNS_ON = ("AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW
 RUNS_ON += ("N ", "M ", "W ", "L ", "R ", "Y ")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a34"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a35"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:
@@ -603,12 +618,19 @@ class Aligner:
     # pieces of one and three sentences (five voices) the most was 25.6; of 165 each with a filler or a repeat in
     # their middle, 22 and 19 more are caught than the checks below caught (97 and 80 in all)
     FILLER_GAIN, FILLER_PAD = 40.0, 0.2
+    # a word of a closed class heard as another of it where that decoding fits SWAP_GAIN better (as FILLER_GAIN). On
+    # 144 right sentences (eight voices) another member gained 11 at most; of 144 with one read for another, 23 more
+    # were caught (104); on 128 other sentences and voices, none right and 30 more of 128 read otherwise
+    SWAP_GAIN = 30.0
     # seconds of speech-loud sound in a "-teen"'s last phone, its "n", where the alignment puts it: less, and the
     # word was said as its "-ty" (said "-teen" where no next word takes its "n", RUNS_ON: 0.05-0.17 s in 504
     # sentences of six voices, under 0.04 in some of espeak-ng en-us+f3's at a sentence's end; said "-ty": 0-0.04 s
     # from espeak-ng, up to 0.14 from flite, whose "-ty" vowel runs on)
     TEEN_N = 0.04
     STRETCH = 0.25  # seconds of speech a phone: twice the longest of 1,032 words aligned right (espeak-ng's voices)
+    # seconds of quiet inside one sound (a stop's closure): "Perfect." after a turn, 0.22 and 0.11 s of sound
+    # either side of a 0.11 s closure, was two sounds each under END_SILENCE; its clip was kept without it
+    CLOSURE = 0.15
 
     def __init__(self, max_silence: float):
         from pocketsphinx import Decoder
@@ -768,7 +790,10 @@ class Aligner:
             first, last = begin + at, begin + at + round(seconds / frame)
             word = max(worded, key=lambda s: min(s.end_frame + 1, last) - max(s.start_frame, first)).word.split("(")[0]
             return f"'{as_written(word)}' said otherwise (the {seconds:.1f} s around it: {measure})", word
-        for word, other in self.heard_as(segments, words, given, pcm, frame, loud, runs_on):
+        for word, other in itertools.chain(
+            self.heard_as(segments, words, given, pcm, frame, loud, runs_on),
+            self.swapped(segments, words, given, pcm, frame),
+        ):
             return f"'{as_written(word)}' said as '{other}'", word
         return None
 
@@ -783,30 +808,10 @@ class Aligner:
         one is put in `runs_on` with what the grammar heard ([word, the "-ty" or None]) for the recording to judge
         (judge_taken), unless a number's next part follows (COMPOUND: "nineteen ninety"). A neighbour across a
         non-verbal sound, or one JSGF cannot hold ("r1/2"), is left out of the grammar."""
-        said = [segment for segment in segments if not segment.word.startswith(("<", "["))]
-        written = [word for word in words if word != SOUND]
-        if len(said) != len(written):
-            return
-        # a neighbour the grammar holds: a word JSGF can hold ("r1/2" it cannot), with no non-verbal sound between
-        tag_after, count = set(), 0
-        for word in words:
-            if word == SOUND:
-                tag_after.add(count - 1)  # after the written word before it
-            else:
-                count += 1
-        margin, size, decoder = round(0.15 / frame), round(frame * RATE) * 2, self.decoders.get(frame)
-        for at, word in enumerate(written):
-            reading = word if word in LIKE_SOUNDING else None
-            if reading is None and decoder and word in SAID_READINGS:  # by the pronunciation aligned
-                reading = reading_of(word, decoder.lookup_word(said[at].word))
+        decoder = self.decoders.get(frame)
+        for word, reading, before, after, first, window in self.word_windows(segments, words, pcm, frame):
             if reading is None or not any(part in LIKE_SOUNDING for part in reading.split()):
                 continue
-            before = [written[at - 1]] if at and at - 1 not in tag_after else []
-            after = written[at + 1 : at + 2] if at not in tag_after else []
-            before, after = ([word for word in side if GRAMMAR_WORD.match(word)] for side in (before, after))
-            first = max(said[at - len(before)].start_frame - (margin if at == 0 or before else 0), 0)
-            last = said[at + len(after)].end_frame + (margin if at == len(said) - 1 or after else 0)
-            window = pcm[first * size : (last + 1) * size]
             parts = reading.split()
             for number, part in enumerate(parts):
                 following = (parts[number + 1 :] or after)[:1]
@@ -832,6 +837,64 @@ class Aligner:
                     if span is None or loud[first + span[0] : first + span[0] + span[1]].sum() * frame >= self.TEEN_N:
                         continue
                 yield word, other
+                break
+
+    def word_windows(self, segments, words: list[str], pcm: bytes, frame: float):
+        """Each word of the text with its reading (a written form's, by the pronunciation aligned), the words either
+        side that a grammar holds (JSGF cannot hold "r1/2"; none across a non-verbal sound), the window's first frame
+        and its audio: the aligned words, 0.15 s past a piece's ends. None where the alignment's words are not the
+        text's."""
+        said = [segment for segment in segments if not segment.word.startswith(("<", "["))]
+        written = [word for word in words if word != SOUND]
+        if len(said) != len(written):
+            return
+        tag_after, count = set(), 0
+        for word in words:
+            if word == SOUND:
+                tag_after.add(count - 1)  # after the written word before it
+            else:
+                count += 1
+        margin, size, decoder = round(0.15 / frame), round(frame * RATE) * 2, self.decoders.get(frame)
+        for at, word in enumerate(written):
+            reading = word if word not in SAID_READINGS else None
+            if reading is None and decoder:
+                reading = reading_of(word, decoder.lookup_word(said[at].word))
+            before = [written[at - 1]] if at and at - 1 not in tag_after else []
+            after = written[at + 1 : at + 2] if at not in tag_after else []
+            before, after = ([word for word in side if GRAMMAR_WORD.match(word)] for side in (before, after))
+            first = max(said[at - len(before)].start_frame - (margin if at == 0 or before else 0), 0)
+            last = said[at + len(after)].end_frame + (margin if at == len(said) - 1 or after else 0)
+            yield word, reading, before, after, first, pcm[first * size : (last + 1) * size]
+
+    def swapped(self, segments, words: list[str], given: dict, pcm: bytes, frame: float):
+        """Each word of a closed class (CLASS_OF: a weekday, a month, a number word, an ordinal) said as another of
+        its class ("Thursday" read "Tuesday", "seventeen" read "seven", "24" read "twenty five"), (word, what was
+        said): its reading and a word either side (`word_windows`) decoded with a grammar that holds each other
+        member in its place (the like-sounding "-teen" or "-ty" is `heard_as`'s), where that decoding fits the
+        window SWAP_GAIN better than the text's own, or the text's own does not decode there. Of a number of several
+        words, only its units: the grammar heard a year's right "nineteen sixty" as "nineteen nineteen" (246 better)
+        and "eighteen ninety" as "eleven ninety"."""
+        for word, reading, before, after, _, window in self.word_windows(segments, words, pcm, frame):
+            parts = (reading or "").split()
+            for number, part in enumerate(parts):
+                members = [m for m in CLASS_OF.get(part, ()) if m != part and m != LIKE_SOUNDING.get(part)]
+                beside = [*(parts[number - 1 : number] or before[-1:]), *(parts[number + 1 : number + 2] or after[:1])]
+                if not members or (part not in UNITS and set(beside) & set(CLASS_OF["one"])):
+                    continue  # a number's "-teen" or "-ty" runs into the next part ("nineteen sixty"): its units only
+                choice = f"({' | '.join([part, *members])})"
+                text = [*before, *parts, *after]
+                rule = " ".join([*before, *parts[:number], choice, *parts[number + 1 :], *after])
+                decoder = self.grammar_decoding(frame, text + members, given, window, f"public <choice> = {rule};")
+                heard = decoder.hyp().hypstr.split() if decoder is not None and decoder.hyp() is not None else []
+                if len(heard) != len(text) or heard[len(before) + number] == part:
+                    continue
+                fits = frame_log_likelihoods(decoder.seg(), window, frame)  # read now: the next decoding reuses it
+                alone = self.grammar_decoding(frame, text, given, window, f"public <text> = {' '.join(text)};")
+                if alone is not None and alone.hyp() is not None:
+                    gain = (fits - frame_log_likelihoods(alone.seg(), window, frame)).sum() * (frame / self.FRAME)
+                    if gain <= self.SWAP_GAIN:
+                        continue
+                yield word, " ".join(heard[len(before) : len(before) + len(parts)])
                 break
 
     def decoded(self, frame: float, words: list[str], given: dict, pcm: bytes, rule: str) -> list[str]:
@@ -912,12 +975,10 @@ class Aligner:
         took the words said after its part, "then. Thank you."); a laugh over SOUND_SECONDS is speech the text lacks.
         A tag is heard where its run, or its filler outside one explained, holds SOUND_HEARD s of sound."""
         ends = silence_runs(segments)
-        runs_of = {
-            first: sorted(
-                flag_runs(loud[segments[first].start_frame : segments[last].end_frame + 1], round(0.1 / frame))
-            )
-            for first, last in ends.items()
+        spans = {
+            first: loud[segments[first].start_frame : segments[last].end_frame + 1] for first, last in ends.items()
         }
+        runs_of = {first: sorted(flag_runs(span, round(0.1 / frame))) for first, span in spans.items()}
         sounding_of = {first: frame * max(runs, default=0) for first, runs in runs_of.items()}
         budget, forgiven = self.SOUND_SECONDS * sounds, set()
         holds = {
@@ -927,8 +988,11 @@ class Aligner:
             if sounding <= budget:
                 budget -= sounding
                 forgiven.add(number)
-        judged = {
-            first: frame * max(runs[:-1] if first in forgiven else runs, default=0) for first, runs in runs_of.items()
+        judged = {  # a tag's run: its other sounds (a reply after a laugh); else its longest, over a stop's closure
+            first: frame * max(runs[:-1], default=0)
+            if first in forgiven
+            else frame * max(flag_runs(spans[first], round(self.CLOSURE / frame)), default=0)
+            for first, runs in runs_of.items()
         }
         explained = {number for first in forgiven for number in range(first, ends[first] + 1)}
         heard = sum(sounding_of[first] >= self.SOUND_HEARD for first in forgiven) + sum(
