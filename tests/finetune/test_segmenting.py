@@ -562,6 +562,46 @@ def test_recordings_that_all_have_their_text_need_no_recogniser(tmp_path):
     assert len(rows(tmp_path / "out")) == report["kept"]["clips"] > 0 and report["review"]["clips"] == 0
 
 
+def test_two_pieces_aligned_as_one_are_measured_as_their_worst_and_their_mean():
+    from tpu_demo.segmenting.measure import Piece, combined
+
+    first = Piece(0.0, 3.0, snr_db=30.0, music=0.0, bandwidth_hz=7800.0, dnsmos={"ovrl": 3.0, "bak": 4.0},
+                  voice=[1.0, 0.0], voice_windows=[[1.0, 0.0]])  # fmt: skip
+    second = Piece(3.4, 4.4, snr_db=25.0, clipped=0.01, bandwidth_hz=7600.0, dnsmos={"ovrl": 2.0, "bak": 3.0},
+                   voice=[0.0, 1.0], voice_windows=[[0.0, 1.0]])  # fmt: skip
+    both = combined(first, second)
+    assert (both.start, both.end, both.snr_db, both.music, both.clipped, both.bandwidth_hz) == (
+        0.0, 4.4, 25.0, 0.0, 0.01, 7600.0,
+    )  # fmt: skip
+    assert both.dnsmos == pytest.approx({"ovrl": 2.75, "bak": 3.75}) and both.voice_windows == [[1.0, 0.0], [0.0, 1.0]]
+    assert np.linalg.norm(both.voice) == pytest.approx(1.0) and both.voice[0] == pytest.approx(3 * both.voice[1])
+
+
+PAUSED = (  # a sentence with where its reader paused, though the text has no punctuation there
+    ("Move the oil lamps from shelf F", "to the workbench by Thursday evening."),
+    ("The kitchen window faces the garden", "behind the old stone house."),
+    ("Please bring the silver spoons", "to the dining room before dinner."),
+)
+
+
+def test_a_sentence_its_reader_paused_in_where_the_text_has_no_punctuation_is_kept_whole(tmp_path):
+    # festival's ked paused 0.3 s inside 1 sentence in 10 of a held-out list ("shelf F | to the workbench"): no part
+    # of the text (units end at punctuation) fits either half, and both were dropped (90 s of 1,800)
+    needs_speech_models()
+    rate, parts, said = 16000, [np.zeros(8000, np.float32)], []
+    for first, second in PAUSED:
+        for text in (first, second):
+            parts += [planted_faults.speak(text, "flite:slt", rate), np.zeros(int(0.4 * rate), np.float32)]
+        parts[-1] = np.zeros(int(0.9 * rate), np.float32)
+        said.append(f"{first} {second}")
+    (tmp_path / "talks").mkdir()
+    soundfile.write(tmp_path / "talks" / "list.wav", np.concatenate(parts) * 0.5, rate)
+    (tmp_path / "talks" / "list.txt").write_text("\n".join(said) + "\n")
+    report = segmented(tmp_path / "talks", tmp_path / "out", "segment_asr_model=")
+    kept = " ".join(row["text"] for row in rows(tmp_path / "out"))
+    assert all(sentence in kept for sentence in said), (kept, report["dropped"])
+
+
 @pytest.mark.xdist_group("segment")
 def test_unchecked_transcripts_are_not_trained_on_until_proofread(tmp_path):
     # the offline recogniser's words (most of them wrong on a voice it has not heard) went into metadata.csv

@@ -2,6 +2,7 @@
 cheap measures keep, DNSMOS P.835 scores and a GE2E voice embedding (the models ship inside their wheels).
 """
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,6 +63,32 @@ class Piece:
     text: str = ""
     dropped: str | None = None
     detail: str = ""
+
+
+def combined(first: Piece, second: Piece) -> Piece:
+    """Two pieces and the pause between them as one: each measure of the whole from theirs (the worst SNR, clipping
+    and band, their DNSMOS scores and voice weighted by their lengths, both voices' windows)."""
+    lengths = np.array([first.end - first.start, second.end - second.start])
+
+    def mean(values):
+        return [float(v) for v in np.average(np.array(values, dtype=float), axis=0, weights=lengths)]
+
+    voice = mean([first.voice, second.voice]) if first.voice and second.voice else []
+    both = [key for key in first.dnsmos if key in second.dnsmos]
+    dnsmos = {key: mean([[first.dnsmos[key]], [second.dnsmos[key]]])[0] for key in both}
+    worst = [value for value in (first.snr_db, second.snr_db) if value is not None]
+    bands = [value for value in (first.bandwidth_hz, second.bandwidth_hz) if value is not None]
+    return dataclasses.replace(
+        first,
+        end=second.end,
+        snr_db=min(worst) if worst else None,
+        music=max(first.music or 0.0, second.music or 0.0) if (first.music, second.music) != (None, None) else None,
+        clipped=max(first.clipped, second.clipped),
+        bandwidth_hz=min(bands) if bands else None,
+        dnsmos=dnsmos,
+        voice=(np.array(voice) / np.linalg.norm(voice)).tolist() if voice else [],  # an embedding: unit length
+        voice_windows=first.voice_windows + second.voice_windows,
+    )
 
 
 def measure(audio16k: np.ndarray, marks: dict, rate: int, spans, judge=None, encoder=None) -> list[Piece]:

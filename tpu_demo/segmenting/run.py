@@ -12,7 +12,7 @@ from tpu_demo.segmenting.align import align_text, alignment_key, aligns, give_te
 from tpu_demo.segmenting.diarize import diarize, turns_of, voices_of
 from tpu_demo.segmenting.join import join, with_margins
 from tpu_demo.segmenting.judge import VOICE_SECONDS, drop_other_voices, drop_unusual_pace, judge, needs_transcript
-from tpu_demo.segmenting.measure import Piece, measure, quality, step_voices, voice_of
+from tpu_demo.segmenting.measure import Piece, combined, measure, quality, step_voices, voice_of
 from tpu_demo.segmenting.page import write_page
 from tpu_demo.segmenting.read import (
     RATE,
@@ -41,6 +41,7 @@ from tpu_demo.segmenting.write import (
 )
 
 TRANSCRIBED_COST = 5.0  # a recording's work if the recogniser hears it, over its work if its text is aligned
+JOINED_PAUSE = 1.0  # seconds: a pause a reader makes inside a sentence (a breath)
 
 
 def cut_and_measure(recording, stages: Stages, models: Models) -> tuple[list[Piece], object]:
@@ -140,10 +141,7 @@ def align_recording(recording, pieces: list[Piece], stages: Stages, models: Mode
     aligned = stages.load("alignments", stages.pieces_key) or {}
     info = soundfile.info(str(recording.audio))
     before, rate = len(aligned), info.samplerate
-    # each piece with the margins its clip would get: a speech detector cuts tight, inside a last consonant
-    seconds = info.frames / rate
-    spans = {id(piece): with_margins(pieces, number, number, seconds, stages.longest)
-             for number, piece in enumerate(pieces)}  # fmt: skip
+    seconds, spans = info.frames / rate, {}
 
     def align_piece(piece, text):
         start, end = spans[id(piece)]
@@ -155,9 +153,47 @@ def align_recording(recording, pieces: list[Piece], stages: Stages, models: Mode
             found = aligned[alignment_key(start, end, text)] = models.get("aligner")(samples, rate, text)
         return found
 
-    align_text(pieces, recording, align_piece)
+    for attempt in range(2):
+        # each piece with the margins its clip would get: a speech detector cuts tight, inside a last consonant
+        spans.update({id(piece): with_margins(pieces, number, number, seconds, stages.longest)
+                      for number, piece in enumerate(pieces)})  # fmt: skip
+        align_text(pieces, recording, align_piece)
+        joined = with_unaligned_joined(pieces, stages.longest) if not attempt else None
+        if joined is None:
+            break
+        for piece in joined:  # the text's search again, the joined pieces in their place
+            piece.text, piece.alignment = "", None
+            if piece.dropped == "uncertain alignment":
+                piece.dropped, piece.detail = None, ""
+        pieces[:] = joined
     if len(aligned) > before:
         stages.save("alignments", stages.pieces_key, aligned)
+
+
+def unaligned(piece: Piece) -> bool:
+    return piece.dropped == "uncertain alignment" and not piece.text
+
+
+def with_unaligned_joined(pieces: list[Piece], longest: float) -> list[Piece] | None:
+    """The pieces, each run of those no part of the text aligned to, apart by up to JOINED_PAUSE, as one piece
+    (`combined`) while it fits a clip: a reader's pause where the text has no punctuation ("... from shelf F | to
+    the workbench ...") parts a sentence whose halves no part fits, the text's units ending at punctuation. None
+    where there is no such run. Not across a sound in a pause (a cough, a click), where no clip joins."""
+    joined = []
+    for piece in pieces:
+        last = joined[-1] if joined else None
+        if (
+            last is not None
+            and unaligned(last)
+            and unaligned(piece)
+            and not piece.sound_before
+            and piece.start - last.end <= JOINED_PAUSE
+            and piece.end - last.start <= longest
+        ):
+            joined[-1] = combined(last, piece)
+        else:
+            joined.append(piece)
+    return joined if len(joined) < len(pieces) else None
 
 
 def shares(recordings, settings, processes: int) -> list[list]:
