@@ -34,6 +34,7 @@ def gruut():
         # a serial: its letters and digits read apart (a list of lockers was dropped whole, "51b" in no dictionary)
         ("Locker 51B, seat 14C, COVID19.", "locker fifty one b. seat fourteen c. c. o. v. i. d. nineteen"),
         ("José, Zoë and Søren.", "jose zoe and soren"),  # a name as the dictionaries spell it
+        ("It drops 90 ft to Hwy. 12 by Sept. 19th.", "it drops ninety feet to rhwy. twelve by rsept. nineteenth"),
     ],
 )  # fmt: skip
 def test_written_forms_are_aligned_as_they_are_said(gruut, written, said):
@@ -99,6 +100,10 @@ def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
         ("anna@example.com", ["anna at example dot com"]),
         ("www.example.org", ["w w w dot example dot org"]),
         ("401(k)", ["four oh one k"]),
+        ("Thurs.,", ["thursday"]),  # gruut spelt it out; "thurs" is no word
+        ("Sept.", ["september", "sept"]),
+        ("Jan.", ["january", "jan"]),  # a name at a sentence's end, too
+        ("Hwy.", ["highway"]),
     ],
 )  # fmt: skip
 def test_a_written_form_is_one_word_whose_pronunciations_are_its_readings(gruut, written, readings):

@@ -20,7 +20,8 @@ TOKEN = re.compile(rf"{NON_VERBAL_TAG.pattern}\S*|\S+", re.IGNORECASE)  # a writ
 SOUND = "[SPEECH]"  # pocketsphinx's filler for a speech-like sound (+SPN+): what a non-verbal tag aligns as
 # a period that may end no sentence, which gruut reads: a title, a street, an initial ("J. K. Rowling"), "etc."
 ABBREVIATION = re.compile(
-    r"^(?:mr|mrs|ms|dr|prof|st|jr|sr|vs|etc|mt|ft|vol|fig|approx|dept|gen|capt|sgt|lt|col|gov|sen|rev|fr|supt|[a-z])\.$",
+    r"^(?:mr|mrs|ms|dr|prof|st|jr|sr|vs|etc|mt|ft|vol|fig|approx|dept|gen|capt|sgt|lt|col|gov|sen|rev|fr|supt|"
+    r"mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|hwy|rte|[a-z])\.$",
     re.I,
 )
 TITLE = re.compile(r"^(?:Mr|Mrs|Ms|Dr|Prof|St|Gen|Capt|Sgt|Lt|Col|Gov|Sen|Rev|Fr|Supt)\.$")  # before a name
@@ -153,6 +154,14 @@ LATIN = {"e.g.": ["for example", "e g"], "i.e.": ["that is", "i e"], "etc.": ["e
 # said (gruut read "St. Paul" as "street Paul", "Elm Dr." as "Elm doctor", and left "Rd." and "Ave." unread)
 STREETS = {"rd": ["road"], "ave": ["avenue"], "blvd": ["boulevard"], "ln": ["lane"], "st": ["street", "saint"],
            "dr": ["drive", "doctor"]}  # fmt: skip
+# a weekday's, a month's or a road's abbreviation with its period, as read (gruut spelt "Thurs." and "Sept." out or
+# read them as one syllable, and a held-out talk's clips with them dropped); the word as written is the other reading
+SHORTENED = {
+    "mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday", "thu": "thursday", "thur": "thursday",
+    "thurs": "thursday", "fri": "friday", "sat": "saturday", "sun": "sunday", "jan": "january", "feb": "february",
+    "mar": "march", "apr": "april", "jun": "june", "jul": "july", "aug": "august", "sep": "september",
+    "sept": "september", "oct": "october", "nov": "november", "dec": "december", "hwy": "highway", "rte": "route",
+}  # fmt: skip
 FORMS = [  # a written form gruut misreads, and how readers say it (a token without the punctuation around it)
     (re.compile(r"^(\d+)/(\d+)$"), lambda found: fraction(*found.groups())),
     # a phone number (555-0142, 555-123-4567): digit by digit, "oh" or "zero"
@@ -231,6 +240,8 @@ def said_form(token: str, previous: str) -> tuple[str, tuple[str, ...]] | None:
     if token.rstrip(",;:!?").endswith(".") and bare.lower() in STREETS:  # after a name, a street's first
         readings = STREETS[bare.lower()]
         return said_as(f"r{bare.lower()}.", readings if previous[:1].isupper() else readings[::-1])
+    if token.rstrip(",;:!?").endswith(".") and bare.lower() in SHORTENED:
+        return said_as(f"r{bare.lower()}.", [SHORTENED[bare.lower()], bare.lower()])
     if BEFORE_A_NUMBER.match(token) and (word := token[:-1].lower()) in SAID_FOR:
         return said_as(f"r{word}", [SAID_FOR[word], word])
     for pattern, readings in FORMS:
@@ -273,6 +284,7 @@ def as_read(token: str) -> str:
 UNITS = {  # after a number, as read (gruut reads numbers, not these); °C and °F stay, read as TEMPERATURES
     "kg": "kilograms", "g": "grams", "km": "kilometers", "m": "meters", "cm": "centimeters", "mm": "millimeters",
     "mph": "miles per hour", "lb": "pounds", "lbs": "pounds", "oz": "ounces", "ml": "milliliters", "l": "liters",
+    "ft": "feet", "mi": "miles", "yd": "yards", "yds": "yards",
     "°c": "°c", "°f": "°f", "°": "degrees", "kb": "kilobytes", "mb": "megabytes", "gb": "gigabytes", "hz": "hertz",
     "khz": "kilohertz", "km²": "square kilometers", "m²": "square meters", "km³": "cubic kilometers",
     "m³": "cubic meters", "cm³": "cubic centimeters",
