@@ -52,7 +52,7 @@ def test_money_and_temperatures_are_one_word_whose_pronunciations_are_their_read
         "a stamp costs rxa31.20 a coffee rx243.05 and a cake rx20ac1.50"
     )
     found = pronunciations("£1.20 $3.05 €1.50")
-    assert len(found["rxa31.20"]) == 4 and len(found["rx243.05"]) == 4
+    assert len(found["rxa31.20"]) == 7 and len(found["rx243.05"]) == 4  # £1.20: "a pound twenty" too
     assert usual_reading("rxa31.20") == "one pound twenty pence"
     assert spoken_text("Set the oven to 180°C, or 350 °F, with 2 L of water.") == (
         "set the oven to n180 rxb0c or n350 rxb0f with two liters of water"
@@ -66,14 +66,15 @@ def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
     assert number_readings(1200) == [
         "one thousand two hundred",
         "twelve hundred",
+        "a thousand two hundred",
         "one two oh oh",
         "one two zero zero",
     ]
-    assert number_readings(105)[:3] == ["one hundred five", "one hundred and five", "one oh five"]
+    assert number_readings(105)[:3] == ["one hundred five", "one hundred and five", "a hundred five"]
     assert number_readings(2134, "02134")[:2] == ["oh two one three four", "zero two one three four"]  # a code
     assert "nineteen ninety nine" in number_readings(1999)
     assert "forty one eighty nine" in number_readings(4189) and "six seventy four" in number_readings(674)  # codes
-    assert len(pronunciations("Flight 105.")["n105"]) == 4  # each reading in the dictionary's phones
+    assert len(pronunciations("Flight 105.")["n105"]) == 6  # each reading in the dictionary's phones ("a hundred")
 
 
 @pytest.mark.parametrize(
@@ -90,8 +91,12 @@ def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
         ("6:00", ["six o'clock", "six"]),
         ("£15", ["fifteen pounds"]),
         ("$5", ["five dollars"]),
-        ("£1", ["one pound"]),
-        ("$1,200", ["one thousand two hundred dollars", "twelve hundred dollars"]),
+        ("£1", ["one pound", "a pound"]),
+        ("$1.75", ["one dollar seventy five cents", "one dollar and seventy five cents", "one dollar seventy five",
+                   "one point seven five dollars", "a dollar seventy five cents", "a dollar and seventy five cents",
+                   "a dollar seventy five"]),  # a held-out talk's "a dollar seventy-five" was dropped
+        ("$100", ["one hundred dollars", "a hundred dollars"]),
+        ("$1,200", ["one thousand two hundred dollars", "twelve hundred dollars", "a thousand two hundred dollars"]),
         ("€20", ["twenty euros", "twenty euro"]),
         ("Rd.,", ["road"]),
         ("St.", ["saint", "street"]),  # before a name; after one ("Baker St."), a street's first

@@ -91,6 +91,8 @@ def number_readings(number: int, written: str = "") -> list[str]:
         readings.append(words(num2words(number, to="year")))
     if 100 <= number <= 999 and number % 100 >= 10:  # "six seventy-four"
         readings.append(f"{words(num2words(number // 100))} {words(num2words(number % 100))}")
+    # "a hundred", "a thousand and twenty": said for its "one" as often
+    readings += [f"a {reading[4:]}" for reading in readings if reading.startswith(("one hundred", "one thousand"))]
     written = written or str(number)
     if 100 <= number <= 9999 or len(written) >= 5 or written.startswith("0"):  # a code's first: "oh two one"
         spelled = [digits(written), digits(written, "zero")]
@@ -188,7 +190,7 @@ def whole_money(currency: str, whole: str) -> list[str]:
     spelled = {digits(amount), digits(amount, "zero")} if len(amount) > 1 else set()  # "five" is both for $5
     readings = [reading for reading in number_readings(int(amount), amount) if reading not in spelled]
     units = [one] if amount == "1" else [many, one] if currency == "€" else [many]
-    return [f"{reading} {unit}" for reading in readings for unit in units]
+    return [f"{reading} {unit}" for reading in readings for unit in units] + ([f"a {one}"] if amount == "1" else [])
 
 
 def on_the_hour(hour: int) -> list[str]:
@@ -199,14 +201,16 @@ def on_the_hour(hour: int) -> list[str]:
 
 
 def money(currency: str, whole: str, hundredths: str) -> list[str]:
-    """£1.20: "one pound twenty pence", "one pound and twenty pence", "one pound twenty", "one point two oh pounds"
-    (gruut: "one pound sterling twenty pence")."""
+    """£1.20: "one pound twenty pence", "one pound and twenty pence", "one pound twenty", "one point two oh pounds",
+    "a pound twenty" (gruut: "one pound sterling twenty pence")."""
     (one, many), (penny, pence) = MONEY[currency]
     whole = whole.replace(",", "")
     amount, small, major = cardinal(whole), cardinal(hundredths), one if whole == "1" else many
     minor = penny if hundredths == "01" else pence
-    return [f"{amount} {major} {small} {minor}", f"{amount} {major} and {small} {minor}", f"{amount} {major} {small}",
-            f"{amount} point {digits(hundredths)} {many}"]  # fmt: skip
+    readings = [f"{amount} {major} {small} {minor}", f"{amount} {major} and {small} {minor}",
+                f"{amount} {major} {small}", f"{amount} point {digits(hundredths)} {many}"]  # fmt: skip
+    # £1.20 "a pound twenty": said for its "one" as often
+    return readings + [f"a {reading[4:]}" for reading in readings[:3] if whole == "1"]
 
 
 def address(written: str) -> str:
