@@ -52,7 +52,7 @@ def test_money_and_temperatures_are_one_word_whose_pronunciations_are_their_read
         "a stamp costs rxa31.20 a coffee rx243.05 and a cake rx20ac1.50"
     )
     found = pronunciations("£1.20 $3.05 €1.50")
-    assert len(found["rxa31.20"]) == 7 and len(found["rx243.05"]) == 4  # £1.20: "a pound twenty" too
+    assert len(found["rxa31.20"]) == 8 and len(found["rx243.05"]) == 5  # "a pound twenty", "three oh five" too
     assert usual_reading("rxa31.20") == "one pound twenty pence"
     assert spoken_text("Set the oven to 180°C, or 350 °F, with 2 L of water.") == (
         "set the oven to n180 rxb0c or n350 rxb0f with two liters of water"
@@ -93,8 +93,12 @@ def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
         ("$5", ["five dollars"]),
         ("£1", ["one pound", "a pound"]),
         ("$1.75", ["one dollar seventy five cents", "one dollar and seventy five cents", "one dollar seventy five",
-                   "one point seven five dollars", "a dollar seventy five cents", "a dollar and seventy five cents",
-                   "a dollar seventy five"]),  # a held-out talk's "a dollar seventy-five" was dropped
+                   "one point seven five dollars", "one seventy five", "a dollar seventy five cents",
+                   "a dollar and seventy five cents", "a dollar seventy five"]),  # a held-out talk's was dropped
+        ("$12.50", ["twelve dollars fifty cents", "twelve dollars and fifty cents", "twelve dollars fifty",
+                    "twelve point five oh dollars", "twelve fifty"]),  # a price read without its unit
+        ("$0.50", ["zero dollars fifty cents", "zero dollars and fifty cents", "zero dollars fifty",
+                   "zero point five oh dollars", "fifty cents"]),
         ("$100", ["one hundred dollars", "a hundred dollars"]),
         ("$1,200", ["one thousand two hundred dollars", "twelve hundred dollars", "a thousand two hundred dollars"]),
         ("€20", ["twenty euros", "twenty euro"]),
@@ -117,6 +121,21 @@ def test_a_written_form_is_one_word_whose_pronunciations_are_its_readings(gruut,
     word, phones = said_form(written, "")
     expected = [" ".join(dictionary()[part] for part in reading.split()) for reading in readings]
     assert list(phones) == expected, word
+
+
+@pytest.mark.parametrize(
+    ("written", "previous", "following"), [("3,", "March", "1987"), ("9", "Sept.", ""), ("3", "", "March")]
+)
+def test_a_day_beside_a_month_is_read_as_its_ordinal_or_its_number(gruut, written, previous, following):
+    # flite read "March 3, 1987" as "March third, nineteen eighty seven": gruut's "three" dropped a clean sentence
+    from tpu_demo.segmenting.spoken import dictionary, said_form
+
+    day = {"3": ("third", "three"), "9": ("ninth", "nine")}[written.rstrip(",")]
+    readings = [day[0], f"the {day[0]}", f"the {day[0]} of", f"{day[0]} of", day[1]]
+    word, phones = said_form(written, previous, following)
+    assert list(phones) == [" ".join(dictionary()[part] for part in reading.split()) for reading in readings], word
+    assert said_form("3", "may", "") is None and said_form("3", "", "dogs") is None  # a verb, no month
+    assert said_form("42", "March", "") is None  # no day of a month
 
 
 def test_a_regnal_number_follows_a_name_and_a_lone_i_is_a_word(gruut):

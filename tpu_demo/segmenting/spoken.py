@@ -164,6 +164,9 @@ SHORTENED = {
     "mar": "march", "apr": "april", "jun": "june", "jul": "july", "aug": "august", "sep": "september",
     "sept": "september", "oct": "october", "nov": "november", "dec": "december", "hwy": "highway", "rte": "route",
 }  # fmt: skip
+MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+          "december"}  # fmt: skip
+DAY = re.compile(r"^\d{1,2}$")
 FORMS = [  # a written form gruut misreads, and how readers say it (a token without the punctuation around it)
     (re.compile(r"^(\d+)/(\d+)$"), lambda found: fraction(*found.groups())),
     # a phone number (555-0142, 555-123-4567): digit by digit, "oh" or "zero"
@@ -202,13 +205,16 @@ def on_the_hour(hour: int) -> list[str]:
 
 def money(currency: str, whole: str, hundredths: str) -> list[str]:
     """£1.20: "one pound twenty pence", "one pound and twenty pence", "one pound twenty", "one point two oh pounds",
-    "a pound twenty" (gruut: "one pound sterling twenty pence")."""
+    "one twenty" (a price), "a pound twenty" (gruut: "one pound sterling twenty pence"); £0.20 "twenty pence"."""
     (one, many), (penny, pence) = MONEY[currency]
     whole = whole.replace(",", "")
     amount, small, major = cardinal(whole), cardinal(hundredths), one if whole == "1" else many
     minor = penny if hundredths == "01" else pence
     readings = [f"{amount} {major} {small} {minor}", f"{amount} {major} and {small} {minor}",
                 f"{amount} {major} {small}", f"{amount} point {digits(hundredths)} {many}"]  # fmt: skip
+    if hundredths != "00":  # a price: "three oh five", "twenty pence"
+        cents = f"oh {small}" if hundredths[0] == "0" else small
+        readings.append(f"{amount} {cents}" if int(whole) else f"{small} {minor}")
     # £1.20 "a pound twenty": said for its "one" as often
     return readings + [f"a {reading[4:]}" for reading in readings[:3] if whole == "1"]
 
@@ -231,12 +237,24 @@ def number_range(first: str, last: str) -> list[str]:
     return [f"{a} {word} {b}".replace("  ", " ") for word in ("to", "through", "") for a in sides[0] for b in sides[1]]
 
 
-def said_form(token: str, previous: str) -> tuple[str, tuple[str, ...]] | None:
+def a_month(token: str) -> bool:
+    """Whether a written token names a month: "March", "Sept.", "Dec," (capitalised: "may" is a verb)."""
+    bare = PUNCTUATION_AROUND.sub("", token).lower()
+    return token[:1].isupper() and (
+        bare in MONTHS or SHORTENED.get(bare) in MONTHS and token.rstrip(",;:").endswith(".")
+    )
+
+
+def said_form(token: str, previous: str, following: str = "") -> tuple[str, tuple[str, ...]] | None:
     """A written form `FORMS`, `LATIN` or `SAID_FOR` reads, a regnal number after a name ("Henry VIII": "the
-    eighth"), as one word with its readings (`said_as`); None for any other token."""
+    eighth"), a day beside a month ("March 3": "March third", "3 March": "the third of March"), as one word with its
+    readings (`said_as`); None for any other token."""
     from num2words import num2words
 
     bare = PUNCTUATION_AROUND.sub("", token)
+    if DAY.match(bare) and 1 <= int(bare) <= 31 and (a_month(previous) or a_month(following)):
+        ordinal = " ".join(num2words(int(bare), to="ordinal").replace("-", " ").split())
+        return said_as(f"r{bare}", [ordinal, f"the {ordinal}", f"the {ordinal} of", f"{ordinal} of", cardinal(bare)])
     if bare.lower() in TEMPERATURES:
         return said_as(f"r{bare.lower()}", TEMPERATURES[bare.lower()])
     if token.lower().rstrip(",;:") in LATIN:
@@ -427,12 +445,12 @@ def spoken(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
                         said.append((part, guesses(arpabet(phonemes) if whole else None)))
             words.clear()
 
-    previous = ""
-    for token in tokens(readable(TEXT_TAGS.sub(" ", text))):
+    previous, written = "", tokens(readable(TEXT_TAGS.sub(" ", text)))
+    for token, following in zip(written, [*written[1:], ""], strict=True):
         if is_sound(token):
             flush()
             said.append((SOUND, ()))
-        elif form := said_form(token, previous) or said_number(token):
+        elif form := said_form(token, previous, following) or said_number(token):
             flush()
             said.append(form)
         else:
