@@ -71,6 +71,11 @@ def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
         "one two zero zero",
     ]
     assert number_readings(105)[:3] == ["one hundred five", "one hundred and five", "a hundred five"]
+    assert number_readings(1250)[:4] == [  # "twelve hundred and fifty" as often as "one thousand ..."
+        "one thousand two hundred fifty", "one thousand two hundred and fifty", "twelve hundred fifty",
+        "twelve hundred and fifty",
+    ]  # fmt: skip
+    assert not [reading for reading in number_readings(2050) if "twenty hundred" in reading]
     assert number_readings(2134, "02134")[:2] == ["oh two one three four", "zero two one three four"]  # a code
     assert "nineteen ninety nine" in number_readings(1999)
     assert "forty one eighty nine" in number_readings(4189) and "six seventy four" in number_readings(674)  # codes
@@ -108,6 +113,9 @@ def test_a_number_is_one_word_whose_pronunciations_are_its_readings(gruut):
         ("14:00", ["fourteen hundred", "fourteen hundred hours", "fourteen"]),
         ("anna@example.com", ["anna at example dot com"]),
         ("www.example.org", ["w w w dot example dot org"]),
+        ("www.riversidecycling.org",
+         ["w w w dot riverside cycling dot org", "w w w dot r i v e r s i d e c y c l i n g dot org"]),
+        ("0.4", ["zero point four", "naught point four", "oh point four", "point four"]),  # "nought" as spelt there
         ("401(k)", ["four oh one k"]),
         ("Thurs.,", ["thursday"]),  # gruut spelt it out; "thurs" is no word
         ("Sept.", ["september", "sept"]),
@@ -144,6 +152,10 @@ def test_a_regnal_number_follows_a_name_and_a_lone_i_is_a_word(gruut):
     said = dict(spoken("Henry VIII met Malcolm X, and I left."))
     assert usual_reading("rVIII") == "the eighth" and len(said["rVIII"]) == 4 and len(said["rX"]) == 4
     assert "i" in said or "i." in said  # "I" alone is the pronoun, never the numeral one
+    # "James I." at a sentence's end, "Henry I," before a comma: a regnal number that may be the pronoun too
+    assert "rI" in dict(spoken("A lease signed by James I.")) and usual_reading("rI") == "the first"
+    assert "AY" in dict(spoken("Henry I, king of England."))["rI"]
+    assert "rI" not in dict(spoken("Yesterday I left, and then I sat.")) and "rI" not in dict(spoken("Anna and I."))
 
 
 def test_a_number_aligns_however_it_is_read():

@@ -90,7 +90,7 @@ RUNS_ON = ("AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW
 RUNS_ON += ("N ", "M ", "W ", "L ", "R ", "Y ")
 TURN = re.compile(r"^\[S\d\]$")
 TURN_CHANGE = re.compile(r"(?<=\S)\s+\[S\d\]")  # a speaker tag after the start of a part
-ALIGNER = "a38"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
+ALIGNER = "a39"  # the version of Aligner's judgement and of the spoken forms: a change here aligns every piece again
 
 
 def words_of(text: str) -> list[tuple[str, str]]:

@@ -84,8 +84,9 @@ def number_readings(number: int, written: str = "") -> list[str]:
 
     cardinal = words(num2words(number))
     readings = [cardinal.replace(" and ", " "), cardinal]
-    if 1100 <= number <= 9999 and number % 100 == 0 and number % 1000:
-        readings.append(words(num2words(number // 100)) + " hundred")
+    if 1100 <= number <= 9999 and number // 100 % 10:  # "twelve hundred", "twelve hundred and fifty"
+        hundreds, rest = words(num2words(number // 100)) + " hundred", words(num2words(number % 100))
+        readings += [f"{hundreds} {rest}", f"{hundreds} and {rest}"] if number % 100 else [hundreds]
     # in pairs, as years and codes are read: "nineteen ninety-nine", "forty-one eighty-nine"
     if 1000 <= number <= 9999:
         readings.append(words(num2words(number, to="year")))
@@ -173,9 +174,11 @@ FORMS = [  # a written form gruut misreads, and how readers say it (a token with
     (re.compile(r"^(?:\(?\d{3}\)?[-.]?)?\d{3}[-.]\d{4}$"),
      lambda found: [digits(re.sub(r"\D", "", found.group(0)), zero) for zero in ("oh", "zero")]),
     (re.compile(r"^(\d{1,4})[-–](\d{1,4})$"), lambda found: number_range(*found.groups())),  # 10-20, 1990-95
+    (re.compile(r"^0\.(\d+)$"),  # 0.4: "zero point four", "nought point four" (spelt "naught"), "point four"
+     lambda found: [f"{zero}point {digits(found.group(1))}" for zero in ("zero ", "naught ", "oh ", "")]),
     (re.compile(r"^(\d{1,3})\(([a-z])\)?$"), lambda found: [f"{digits(found.group(1))} {found.group(2)}"]),  # 401(k)
     (re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$|^www\.[\w-]+(?:\.[\w-]+)+$", re.I),  # an e-mail or web address
-     lambda found: [address(found.group(0))]),
+     lambda found: address(found.group(0))),
     (re.compile(r"^([$£€])(\d+|\d{1,3}(?:,\d{3})+)\.(\d{2})$"), lambda found: money(*found.groups())),  # £1.20
     (re.compile(r"^([$£€])(\d+|\d{1,3}(?:,\d{3})+)$"), lambda found: whole_money(*found.groups())),  # £15, $1,200
     (re.compile(r"^(0?[1-9]|1\d|2[0-3]):00$"), lambda found: on_the_hour(int(found.group(1)))),  # 6:00, 14:00
@@ -219,16 +222,29 @@ def money(currency: str, whole: str, hundredths: str) -> list[str]:
     return readings + [f"a {reading[4:]}" for reading in readings[:3] if whole == "1"]
 
 
-def address(written: str) -> str:
+def address(written: str) -> list[str]:
     """anna@example.com: "anna at example dot com"; www.example.org: "w w w dot example dot org"; a part the
-    dictionary lacks spelled."""
-    said = []
+    dictionary lacks as the two words it holds ("riversidecycling": "riverside cycling"), and spelled."""
+    worded, spelled = [], []
     for part in re.split(r"([@.])", written.lower()):
         if part in "@.":
-            said.append({"@": "at", ".": "dot"}.get(part, ""))
+            worded.append({"@": "at", ".": "dot"}.get(part, ""))
+            spelled.append(worded[-1])
+        elif part in dictionary() and part != "www":
+            worded.append(part)
+            spelled.append(part)
         else:
-            said.append(part if part in dictionary() and part != "www" else " ".join(part))
-    return " ".join(" ".join(said).split())
+            spelled.append(" ".join(part))
+            worded.append(two_words(part) or spelled[-1])
+    return list(dict.fromkeys(" ".join(" ".join(said).split()) for said in (worded, spelled)))
+
+
+def two_words(written: str) -> str | None:
+    """A run of letters as the two dictionary words it is made of ("riversidecycling"), the longest first; None."""
+    for cut in range(len(written) - 3, 2, -1):  # parts of three letters or more: the dictionary holds "ng"
+        if written[:cut] in dictionary() and written[cut:] in dictionary():
+            return f"{written[:cut]} {written[cut:]}"
+    return None
 
 
 def number_range(first: str, last: str) -> list[str]:
@@ -269,7 +285,9 @@ def said_form(token: str, previous: str, following: str = "") -> tuple[str, tupl
     for pattern, readings in FORMS:
         if found := pattern.match(bare):
             return said_as(f"r{bare}", readings(found))
-    if re.fullmatch(r"[IVXL]{2,}|V|X", bare) and previous[:1].isupper() and (number := roman(bare)):
+    # "James I." or "Henry I," (a name's "I" before a sentence's end or a comma): the first, or the pronoun
+    regnal = re.fullmatch(r"[IVXL]{2,}|V|X", bare) or bare == "I" and (token != bare or not following)
+    if regnal and previous[:1].isupper() and (number := roman(bare) if bare != "I" else 1):
         ordinal = " ".join(num2words(number, to="ordinal").replace("-", " ").split())
         return said_as(f"r{bare}", [f"the {ordinal}", ordinal, cardinal(str(number)), " ".join(bare.lower())])
     return None
